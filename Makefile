@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# svcrdma_rs — developer entry points. The module itself is built by Kbuild
+# (see Kbuild); this file drives it and the tests.
+#
+#   make            build svcrdma_rs.ko against KDIR (default: the cached
+#                   test kernel, built first if missing)
+#   make check      host tests, lint, warning-free module build, VM tests
+#   make demo       boot a VM, load the module, start an RDMA listener
+#   make kernel     build (or reuse) the cached test kernel
+#   make host-test  cargo test / fmt / clippy of rust/proto, rustfmt of the rest
+#   make vm-test    the VM test suite (needs the module built)
+#
+# KDIR=<tree>       any built, Rust-enabled kernel tree
+# KMAKE_VARS=...    toolchain variables for that tree (default: ours, see
+#                   scripts/lib.sh: LLVM=-19 RUSTC=... RUST_LIB_SRC=... BINDGEN=...)
+
+SHELL := /bin/bash
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+SVCRDMA_CACHE ?= /var/cache/svcrdma-rs
+DEFAULT_KDIR := $(SVCRDMA_CACHE)/kernel/test
+KDIR ?= $(DEFAULT_KDIR)
+KMAKE_VARS ?= $(shell . $(ROOT)/scripts/lib.sh && svcrdma_kmake_vars)
+# Warnings fail the build when set (make check sets it).
+SVCRDMA_RS_WERROR ?=
+
+.PHONY: all module kernel bootstrap host-test vm-test check demo clean
+
+all: module
+
+# Build the default kernel only when KDIR was not chosen by the caller.
+ifeq ($(KDIR),$(DEFAULT_KDIR))
+module: kernel
+endif
+module:
+	$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m \
+		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) modules
+
+kernel:
+	@$(ROOT)/scripts/build-kernel --flavor test
+
+bootstrap:
+	$(ROOT)/scripts/bootstrap
+
+host-test:
+	$(ROOT)/scripts/host-test
+
+vm-test:
+	$(ROOT)/tests/vm/run
+
+check:
+	$(ROOT)/scripts/check
+
+demo:
+	$(ROOT)/scripts/demo
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m clean
+	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The generic part of a server transport (`struct svc_xprt`), embedded in
+//! each of our transports.
+
+use kernel::{prelude::*, types::Opaque};
+
+use crate::bindings;
+
+/// Transport state bits (`xpt_flags`) this module sets or tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Flag {
+    /// A connection is waiting to be accepted (listeners).
+    Conn = bindings::XPT_CONN,
+    /// The transport is closing or closed.
+    Close = bindings::XPT_CLOSE,
+    /// The transport is a listening endpoint.
+    Listener = bindings::XPT_LISTENER,
+    /// The transport has congestion control (RFC 7530 section 3.1).
+    CongCtrl = bindings::XPT_CONG_CTRL,
+}
+
+/// An embedded `struct svc_xprt`.
+///
+/// sunrpc owns its life cycle once [`SvcXprt::init`] has run: the embedding
+/// object is freed by `xpo_free` when the last reference goes.
+#[repr(transparent)]
+pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
+
+// SAFETY: sunrpc accesses `svc_xprt` from any thread, with its own locking
+// and atomic bit operations; this type only offers such accesses.
+unsafe impl Sync for SvcXprt {}
+// SAFETY: see `Sync`; the object is not tied to a thread.
+unsafe impl Send for SvcXprt {}
+
+impl SvcXprt {
+    /// Uninitialized storage; [`SvcXprt::init`] must run before sunrpc sees it.
+    pub(crate) const fn uninit() -> Self {
+        Self(Opaque::uninit())
+    }
+
+    /// The C object.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::svc_xprt {
+        self.0.get()
+    }
+
+    /// Borrows the `SvcXprt` behind a pointer sunrpc passed us.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a live, initialized `svc_xprt` that stays valid
+    /// for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
+        // SAFETY: `SvcXprt` is a transparent wrapper of `Opaque<svc_xprt>`,
+        // which has the layout of `svc_xprt`; validity is the caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// Initializes the generic transport (`svc_xprt_init()`): sets the class,
+    /// the service, a reference on `net` and the first reference count.
+    ///
+    /// # Safety
+    ///
+    /// Must be called once, before the object is shared, with `net` and
+    /// `serv` as given by sunrpc and `class` registered. From then on the
+    /// object must be released only through sunrpc (`svc_xprt_put()`).
+    pub(crate) unsafe fn init(
+        &self,
+        net: *mut bindings::net,
+        class: *mut bindings::svc_xprt_class,
+        serv: *mut bindings::svc_serv,
+    ) {
+        // SAFETY: per the function's safety requirements.
+        unsafe { bindings::svc_xprt_init(net, class, self.as_ptr(), serv) };
+    }
+
+    /// Sets a state bit (atomic).
+    pub(crate) fn set_flag(&self, flag: Flag) {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic `set_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_set_flag(self.as_ptr(), flag as i32) };
+    }
+
+    /// Tests a state bit (atomic).
+    pub(crate) fn test_flag(&self, flag: Flag) -> bool {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic `test_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_test_flag(self.as_ptr(), flag as i32) }
+    }
+
+    /// Records the local address (shown by sunrpc, used to find listeners).
+    ///
+    /// # Safety
+    ///
+    /// `sa` must point to a valid `sockaddr_in` or `sockaddr_in6`, and the
+    /// transport must not yet be visible to sunrpc's threads.
+    pub(crate) unsafe fn set_local(&self, sa: *const bindings::sockaddr) {
+        // SAFETY: per the function's safety requirements.
+        unsafe { bindings::svcrdma_rs_xprt_set_local(self.as_ptr(), sa) };
+    }
+
+    /// The network namespace the transport lives in.
+    pub(crate) fn net(&self) -> *mut bindings::net {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`; `xpt_net` is
+        // set by `svc_xprt_init()` and never changes.
+        unsafe { (*self.as_ptr()).xpt_net }
+    }
+
+    /// The service the transport serves.
+    pub(crate) fn serv(&self) -> *mut bindings::svc_serv {
+        // SAFETY: as for `net`: `xpt_server` is set once at init.
+        unsafe { (*self.as_ptr()).xpt_server }
+    }
+
+    /// Asks an nfsd thread to look at the transport (after setting a flag).
+    pub(crate) fn enqueue(&self) {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`.
+        unsafe { bindings::svc_xprt_enqueue(self.as_ptr()) };
+    }
+
+    /// Drops the first reference of a transport whose `xpo_create` or
+    /// `xpo_accept` is failing, so that `xpo_free` releases it.
+    ///
+    /// sunrpc puts the module reference it took for the failing call, and
+    /// `svc_xprt_free()` puts one more: take that one here so both balance.
+    ///
+    /// # Safety
+    ///
+    /// The transport must have been initialized by [`SvcXprt::init`], never
+    /// handed to sunrpc, and hold only its first reference. It is freed.
+    pub(crate) unsafe fn put_failed(&self) {
+        // SAFETY: `xpt_class` was set by `svc_xprt_init()` to our registered
+        // class, whose owner is this module, which is live: we are running.
+        unsafe { bindings::__module_get((*(*self.as_ptr()).xpt_class).xcl_owner) };
+        // SAFETY: this is the only reference (caller's promise).
+        unsafe { bindings::svc_xprt_put(self.as_ptr()) };
+    }
+}

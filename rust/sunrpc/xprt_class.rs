@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A server transport class (`struct svc_xprt_class`) and its registration.
+
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+    types::Opaque,
+};
+
+use crate::bindings;
+
+/// Storage for one `svc_xprt_class`, meant to be a `static`.
+///
+/// sunrpc links a registered class into its global list and reads it from
+/// any context, so it must never move: only `&'static` instances can be
+/// registered.
+pub(crate) struct XprtClass {
+    class: Opaque<bindings::svc_xprt_class>,
+    registered: Atomic<bool>,
+}
+
+// SAFETY: the class is written only by `register`, before sunrpc can see it
+// and while `registered` guarantees no other `register` runs; afterwards only
+// sunrpc touches it, under its own `svc_xprt_class_lock`.
+unsafe impl Sync for XprtClass {}
+
+impl XprtClass {
+    /// An unregistered class.
+    pub(crate) const fn new() -> Self {
+        Self {
+            class: Opaque::uninit(),
+            registered: Atomic::new(false),
+        }
+    }
+
+    /// The C object, for `svc_xprt_init()`.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::svc_xprt_class {
+        self.class.get()
+    }
+
+    /// Registers the class with sunrpc under `name`.
+    ///
+    /// Fails with `EEXIST` if sunrpc already has a class of that name, and
+    /// with `EBUSY` if this class is already registered. The class stays
+    /// registered until the returned [`Registration`] is dropped.
+    pub(crate) fn register(
+        &'static self,
+        name: &'static CStr,
+        owner: &'static ThisModule,
+        ops: &'static bindings::svc_xprt_ops,
+        max_payload: u32,
+        ident: i32,
+    ) -> Result<Registration> {
+        if self.registered.cmpxchg(false, true, Relaxed).is_err() {
+            return Err(EBUSY);
+        }
+        let class = bindings::svc_xprt_class {
+            xcl_name: name.as_char_ptr(),
+            xcl_owner: owner.as_ptr().cast(),
+            xcl_ops: ops,
+            xcl_max_payload: max_payload,
+            xcl_ident: ident,
+            ..Default::default()
+        };
+        // SAFETY: `registered` was false, so sunrpc does not know this class
+        // and nobody else writes it: we have exclusive access.
+        unsafe { self.class.get().write(class) };
+        // SAFETY: the class is initialized and `'static`, so it outlives its
+        // registration; `name` and `ops` are `'static` too.
+        let ret = to_result(unsafe { bindings::svc_reg_xprt_class(self.class.get()) });
+        if let Err(e) = ret {
+            self.registered.store(false, Relaxed);
+            return Err(e);
+        }
+        Ok(Registration { class: self })
+    }
+}
+
+/// A registered transport class; dropping it unregisters the class.
+pub(crate) struct Registration {
+    class: &'static XprtClass,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: the class was registered by `XprtClass::register` and is
+        // unregistered only here, once.
+        unsafe { bindings::svc_unreg_xprt_class(self.class.as_ptr()) };
+        self.class.registered.store(false, Relaxed);
+    }
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! svcrdma_rs: the NFS server's RPC-over-RDMA transport, in Rust.
+//!
+//! A drop-in equivalent of the kernel's C `svcrdma`: it registers a server
+//! transport class with sunrpc, so nfsd can listen on RDMA exactly as
+//! today (`echo rdma 20049 > /proc/fs/nfsd/portlist`).
+//!
+//! The crate is laid out as the data flows:
+//!
+//! - [`proto`]: pure protocol logic with no kernel dependency (also built and
+//!   tested on the host with `cargo test`).
+//! - [`bindings`], [`rdma`], [`sunrpc`]: the generated C bindings and thin,
+//!   safe wrappers over the RDMA and sunrpc APIs.
+//! - [`transport`]: the transport itself: listeners, connection events and,
+//!   stage by stage, the RPC-over-RDMA data path.
+//! - [`params`]: the module parameters, validated.
+
+#![crate_name = "svcrdma_rs"]
+
+use kernel::prelude::*;
+
+mod bindings;
+mod log;
+mod params;
+pub mod proto;
+mod rdma;
+mod sunrpc;
+mod transport;
+
+module! {
+    type: SvcRdmaRs,
+    name: "svcrdma_rs",
+    authors: ["svcrdma_rs developers"],
+    description: "NFS/RDMA server transport (RPC-over-RDMA version 1) in Rust",
+    license: "GPL",
+}
+
+/// The module: while it is loaded, its transport class is registered.
+struct SvcRdmaRs {
+    _class: sunrpc::Registration,
+}
+
+impl kernel::Module for SvcRdmaRs {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        Ok(Self {
+            _class: transport::register_class(module)?,
+        })
+    }
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport class and the `svc_xprt_ops` table sunrpc calls.
+//!
+//! Each op is a small `extern "C"` trampoline that recovers our types and
+//! calls the stage that implements it.
+
+use kernel::prelude::*;
+
+use super::{listener, xprt::RdmaXprt};
+use crate::{
+    bindings, params,
+    sunrpc::{Registration, XprtClass},
+};
+
+/// The transport class this module registers (its name is `xprt_name`).
+pub(super) static CLASS: XprtClass = XprtClass::new();
+
+/// What sunrpc calls on our transports.
+static OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
+    xpo_create: Some(xpo_create),
+    xpo_accept: Some(xpo_accept),
+    xpo_has_wspace: Some(xpo_has_wspace),
+    xpo_recvfrom: Some(xpo_recvfrom),
+    xpo_sendto: Some(xpo_sendto),
+    xpo_result_payload: Some(xpo_result_payload),
+    xpo_release_ctxt: Some(xpo_release_ctxt),
+    xpo_detach: Some(xpo_detach),
+    xpo_free: Some(xpo_free),
+    xpo_kill_temp_xprt: Some(xpo_kill_temp_xprt),
+    xpo_handshake: None,
+};
+
+/// Registers the class under the `xprt_name` parameter.
+///
+/// If the name is taken, loading fails with one line that says how to pick
+/// another (the kernel's own `rpcrdma.ko` registers `rdma`).
+pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration> {
+    let name = params::xprt_name()?;
+    CLASS
+        .register(
+            name,
+            module,
+            &OPS,
+            bindings::RPCSVC_MAXPAYLOAD,
+            bindings::XPRT_TRANSPORT_RDMA as i32,
+        )
+        .inspect_err(|e| {
+            if *e == EEXIST {
+                pr_err!(
+                    "transport name \"{}\" is already registered (rpcrdma.ko registers \"rdma\"): load with xprt_name=<another name>, e.g. \"modprobe svcrdma_rs xprt_name=rdma_rs\", and write that name to /proc/fs/nfsd/portlist\n",
+                    name
+                );
+            }
+        })
+}
+
+unsafe extern "C" fn xpo_create(
+    serv: *mut bindings::svc_serv,
+    net: *mut bindings::net,
+    sa: *mut bindings::sockaddr,
+    salen: c_int,
+    _flags: c_int,
+) -> *mut bindings::svc_xprt {
+    let Ok(salen) = usize::try_from(salen) else {
+        return EINVAL.to_ptr();
+    };
+    // SAFETY: sunrpc passes a live service and namespace, and `salen`
+    // readable bytes at `sa`.
+    match unsafe { listener::create(serv, net, sa, salen) } {
+        Ok(x) => x,
+        Err(e) => e.to_ptr(),
+    }
+}
+
+unsafe extern "C" fn xpo_accept(_listener: *mut bindings::svc_xprt) -> *mut bindings::svc_xprt {
+    // No connection is ever queued yet: connection requests are refused.
+    core::ptr::null_mut()
+}
+
+unsafe extern "C" fn xpo_has_wspace(_xprt: *mut bindings::svc_xprt) -> c_int {
+    1
+}
+
+unsafe extern "C" fn xpo_recvfrom(_rqstp: *mut bindings::svc_rqst) -> c_int {
+    // Only connections receive, and none exist yet.
+    0
+}
+
+unsafe extern "C" fn xpo_sendto(_rqstp: *mut bindings::svc_rqst) -> c_int {
+    ENOTCONN.to_errno()
+}
+
+unsafe extern "C" fn xpo_result_payload(
+    _rqstp: *mut bindings::svc_rqst,
+    _offset: c_uint,
+    _length: c_uint,
+) -> c_int {
+    0
+}
+
+unsafe extern "C" fn xpo_release_ctxt(_xprt: *mut bindings::svc_xprt, _ctxt: *mut c_void) {}
+
+unsafe extern "C" fn xpo_detach(_xprt: *mut bindings::svc_xprt) {}
+
+unsafe extern "C" fn xpo_free(xprt: *mut bindings::svc_xprt) {
+    // SAFETY: sunrpc calls `xpo_free` once, on the last reference to one of
+    // our transports, all of which are `KBox`ed `RdmaXprt`s.
+    unsafe { RdmaXprt::free(xprt) };
+}
+
+unsafe extern "C" fn xpo_kill_temp_xprt(_xprt: *mut bindings::svc_xprt) {}

@@ -1,0 +1,35 @@
+# Shared settings for svcrdma_rs scripts. Sourced, not run.
+# shellcheck shell=bash
+
+# Where everything built or downloaded outside the repository lives.
+SVCRDMA_CACHE=${SVCRDMA_CACHE:-/var/cache/svcrdma-rs}
+# The Debian kernel source package we build against.
+SVCRDMA_KSRC_PKG=${SVCRDMA_KSRC_PKG:-linux-source-7.3}
+# Toolchain: clang/lld/llvm 19 (Rust + KASAN needs a clang-built kernel),
+# bookworm's rustc-web with its matching standard library source, bindgen
+# from crates.io in our own prefix (the machine's rustup toolchain is not touched).
+SVCRDMA_LLVM_SUFFIX=${SVCRDMA_LLVM_SUFFIX:--19}
+SVCRDMA_TOOLS=$SVCRDMA_CACHE/tools
+SVCRDMA_BINDGEN_VERSION=0.71.1
+SVCRDMA_VIRTME_NG_VERSION=1.42
+
+say() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# The kernel's Rust toolchain: rustc-web's compiler and its library source.
+svcrdma_rustc() { echo /usr/bin/rustc; }
+svcrdma_rust_lib_src() {
+	local d
+	d=$(ls -d /usr/src/rustc-*/library 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$d" ] || return 1
+	echo "$d"
+}
+svcrdma_bindgen() { echo "$SVCRDMA_TOOLS/bin/bindgen"; }
+
+# make variables every kernel-tree make (kernel and module) gets.
+svcrdma_kmake_vars() {
+	local src
+	src=$(svcrdma_rust_lib_src) || die "Rust library source not found: run scripts/bootstrap"
+	echo "LLVM=$SVCRDMA_LLVM_SUFFIX RUSTC=$(svcrdma_rustc) RUST_LIB_SRC=$src BINDGEN=$(svcrdma_bindgen)"
+}
+export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}

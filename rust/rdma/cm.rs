@@ -115,7 +115,9 @@ impl<'a> CmIdRef<'a> {
     /// borrow must not outlive the handler call.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_id) -> Self {
         // SAFETY: per the function's safety requirements.
-        Self { id: unsafe { &*ptr } }
+        Self {
+            id: unsafe { &*ptr },
+        }
     }
 
     /// The context pointer given at creation (inherited from the listener
@@ -156,7 +158,9 @@ impl<'a> CmEvent<'a> {
     /// not outlive the handler call.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_event) -> Self {
         // SAFETY: per the function's safety requirements.
-        Self { ev: unsafe { &*ptr } }
+        Self {
+            ev: unsafe { &*ptr },
+        }
     }
 
     /// The event type (`RDMA_CM_EVENT_*`).

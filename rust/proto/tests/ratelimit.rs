@@ -9,14 +9,24 @@ fn burst_then_suppress_then_report_in_next_window() {
     let rl = RateLimit::new();
     let t0 = 1_000_000;
     for i in 0..10 {
-        assert_eq!(rl.check(t0 + i, 5000, 10), Verdict::Print { suppressed: 0 }, "{i}");
+        assert_eq!(
+            rl.check(t0 + i, 5000, 10),
+            Verdict::Print { suppressed: 0 },
+            "{i}"
+        );
     }
     for i in 10..25 {
         assert_eq!(rl.check(t0 + i, 5000, 10), Verdict::Suppress, "{i}");
     }
     // Next window: printed again, reporting the 15 dropped.
-    assert_eq!(rl.check(t0 + 5000, 5000, 10), Verdict::Print { suppressed: 15 });
-    assert_eq!(rl.check(t0 + 5001, 5000, 10), Verdict::Print { suppressed: 0 });
+    assert_eq!(
+        rl.check(t0 + 5000, 5000, 10),
+        Verdict::Print { suppressed: 15 }
+    );
+    assert_eq!(
+        rl.check(t0 + 5001, 5000, 10),
+        Verdict::Print { suppressed: 0 }
+    );
 }
 
 #[test]
@@ -33,7 +43,10 @@ fn clock_wrap_opens_a_new_window() {
     let t0 = u64::MAX - 10;
     assert_eq!(rl.check(t0, 100, 1), Verdict::Print { suppressed: 0 });
     assert_eq!(rl.check(t0 + 5, 100, 1), Verdict::Suppress);
-    assert_eq!(rl.check(t0.wrapping_add(200), 100, 1), Verdict::Print { suppressed: 1 });
+    assert_eq!(
+        rl.check(t0.wrapping_add(200), 100, 1),
+        Verdict::Print { suppressed: 1 }
+    );
 }
 
 #[test]
@@ -55,5 +68,8 @@ fn concurrent_callers_print_at_most_burst_per_window_and_count_the_rest() {
         .collect();
     let printed: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
     assert_eq!(printed, 10);
-    assert_eq!(rl.check(42 + 1_000_000, 1_000_000, 10), Verdict::Print { suppressed: 3990 });
+    assert_eq!(
+        rl.check(42 + 1_000_000, 1_000_000, 10),
+        Verdict::Print { suppressed: 3990 }
+    );
 }

@@ -11,5 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod cm_private;
+pub mod memreg;
 pub mod ratelimit;
 pub mod xprt_name;

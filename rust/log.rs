@@ -38,6 +38,7 @@ macro_rules! ratelimited {
 }
 
 /// `pr_err!`, rate-limited per call site.
+#[allow(unused_macros)]
 macro_rules! pr_err_ratelimited {
     ($($arg:tt)*) => { $crate::log::ratelimited!(pr_err, $($arg)*) };
 }
@@ -48,8 +49,20 @@ macro_rules! pr_warn_ratelimited {
 }
 
 /// `pr_info!`, rate-limited per call site.
+#[allow(unused_macros)]
 macro_rules! pr_info_ratelimited {
     ($($arg:tt)*) => { $crate::log::ratelimited!(pr_info, $($arg)*) };
 }
 
+#[allow(unused_imports)]
 pub(crate) use {pr_err_ratelimited, pr_info_ratelimited, pr_warn_ratelimited, ratelimited};
+
+/// Shows a `core::fmt::Display` value (from [`crate::proto`]) in `pr_*!`,
+/// which take the kernel's own `Display`.
+pub(crate) struct Show<T>(pub(crate) T);
+
+impl<T: core::fmt::Display> kernel::fmt::Display for Show<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(&self.0, f)
+    }
+}

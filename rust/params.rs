@@ -8,7 +8,7 @@
 
 use kernel::prelude::*;
 
-use crate::{bindings, proto::xprt_name};
+use crate::{bindings, log::Show, proto::xprt_name};
 
 /// The transport class name to register (`xprt_name=`), validated.
 ///
@@ -26,7 +26,7 @@ pub(crate) fn xprt_name() -> Result<&'static CStr> {
     // long as the module, which outlives every use of the returned reference.
     let name = unsafe { CStr::from_char_ptr(raw) };
     if let Err(e) = xprt_name::validate(name.to_bytes()) {
-        pr_err!("xprt_name=\"{}\" refused: {}\n", name, e);
+        pr_err!("xprt_name=\"{}\" refused: {}\n", name, Show(e));
         return Err(EINVAL);
     }
     Ok(name)

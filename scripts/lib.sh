@@ -11,7 +11,6 @@ SVCRDMA_KSRC_PKG=${SVCRDMA_KSRC_PKG:-linux-source-7.3}
 SVCRDMA_LLVM_SUFFIX=${SVCRDMA_LLVM_SUFFIX:--19}
 SVCRDMA_TOOLS=$SVCRDMA_CACHE/tools
 SVCRDMA_BINDGEN_VERSION=0.71.1
-SVCRDMA_VIRTME_NG_VERSION=1.42
 
 say() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -120,12 +120,6 @@ impl<'a> CmIdRef<'a> {
         }
     }
 
-    /// The context pointer given at creation (inherited from the listener
-    /// for a connection request).
-    pub(crate) fn context(&self) -> *mut c_void {
-        self.id.context
-    }
-
     /// The peer's address, if it is IPv4 or IPv6.
     pub(crate) fn peer(&self) -> Option<SockAddr> {
         // SAFETY: `dst_addr` is a `sockaddr_storage` inside a live id.

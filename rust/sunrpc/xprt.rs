@@ -3,7 +3,7 @@
 //! The generic part of a server transport (`struct svc_xprt`), embedded in
 //! each of our transports.
 
-use kernel::{prelude::*, types::Opaque};
+use kernel::types::Opaque;
 
 use crate::bindings;
 
@@ -11,10 +11,6 @@ use crate::bindings;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub(crate) enum Flag {
-    /// A connection is waiting to be accepted (listeners).
-    Conn = bindings::XPT_CONN,
-    /// The transport is closing or closed.
-    Close = bindings::XPT_CLOSE,
     /// The transport is a listening endpoint.
     Listener = bindings::XPT_LISTENER,
     /// The transport has congestion control (RFC 7530 section 3.1).
@@ -45,18 +41,6 @@ impl SvcXprt {
         self.0.get()
     }
 
-    /// Borrows the `SvcXprt` behind a pointer sunrpc passed us.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must point to a live, initialized `svc_xprt` that stays valid
-    /// for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        // SAFETY: `SvcXprt` is a transparent wrapper of `Opaque<svc_xprt>`,
-        // which has the layout of `svc_xprt`; validity is the caller's promise.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
     /// Initializes the generic transport (`svc_xprt_init()`): sets the class,
     /// the service, a reference on `net` and the first reference count.
     ///
@@ -81,12 +65,6 @@ impl SvcXprt {
         unsafe { bindings::svcrdma_rs_xprt_set_flag(self.as_ptr(), flag as i32) };
     }
 
-    /// Tests a state bit (atomic).
-    pub(crate) fn test_flag(&self, flag: Flag) -> bool {
-        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic `test_bit`.
-        unsafe { bindings::svcrdma_rs_xprt_test_flag(self.as_ptr(), flag as i32) }
-    }
-
     /// Records the local address (shown by sunrpc, used to find listeners).
     ///
     /// # Safety
@@ -96,25 +74,6 @@ impl SvcXprt {
     pub(crate) unsafe fn set_local(&self, sa: *const bindings::sockaddr) {
         // SAFETY: per the function's safety requirements.
         unsafe { bindings::svcrdma_rs_xprt_set_local(self.as_ptr(), sa) };
-    }
-
-    /// The network namespace the transport lives in.
-    pub(crate) fn net(&self) -> *mut bindings::net {
-        // SAFETY: `self` is a valid, initialized `svc_xprt`; `xpt_net` is
-        // set by `svc_xprt_init()` and never changes.
-        unsafe { (*self.as_ptr()).xpt_net }
-    }
-
-    /// The service the transport serves.
-    pub(crate) fn serv(&self) -> *mut bindings::svc_serv {
-        // SAFETY: as for `net`: `xpt_server` is set once at init.
-        unsafe { (*self.as_ptr()).xpt_server }
-    }
-
-    /// Asks an nfsd thread to look at the transport (after setting a flag).
-    pub(crate) fn enqueue(&self) {
-        // SAFETY: `self` is a valid, initialized `svc_xprt`.
-        unsafe { bindings::svc_xprt_enqueue(self.as_ptr()) };
     }
 
     /// Drops the first reference of a transport whose `xpo_create` or

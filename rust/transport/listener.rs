@@ -12,7 +12,7 @@ use kernel::prelude::*;
 use super::{ops::CLASS, xprt::RdmaXprt};
 use crate::{
     bindings,
-    log::pr_warn_ratelimited,
+    log::{pr_warn_ratelimited, Show},
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
         sockaddr_to_proto,
@@ -68,7 +68,7 @@ pub(super) unsafe fn create(
         Err(e) => {
             // SAFETY: `sa` is a valid address (checked above).
             if let Some(addr) = unsafe { sockaddr_to_proto(sa) } {
-                pr_err!("cannot listen on {}: error {}\n", addr, e.to_errno());
+                pr_err!("cannot listen on {}: error {}\n", Show(addr), e.to_errno());
             }
             // SAFETY: initialized, never handed to sunrpc, one reference; the
             // CM id (if any) was dropped above, so no handler can run.
@@ -116,7 +116,7 @@ unsafe extern "C" fn listen_handler(
 /// Formats an optional peer address.
 struct Peer(Option<crate::proto::addr::SockAddr>);
 
-impl core::fmt::Display for Peer {
+impl kernel::fmt::Display for Peer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match &self.0 {
             Some(a) => core::fmt::Display::fmt(a, f),
@@ -128,7 +128,7 @@ impl core::fmt::Display for Peer {
 /// Formats an optional device name.
 struct DevName<'a>(Option<&'a CStr>);
 
-impl core::fmt::Display for DevName<'_> {
+impl kernel::fmt::Display for DevName<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self.0.and_then(|n| n.to_str().ok()) {
             Some(n) => f.write_str(n),

@@ -40,21 +40,6 @@ impl RdmaXprt {
         self.cm_id.populate(id)
     }
 
-    /// The transport behind a pointer sunrpc passed to one of our ops.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `xprt` field of a live `RdmaXprt` that stays alive
-    /// for `'a` (sunrpc holds a reference while it calls an op).
-    pub(crate) unsafe fn from_svc_xprt<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        let ptr = ptr.cast::<SvcXprt>();
-        // SAFETY: `ptr` points to the `xprt` field of an `RdmaXprt` (caller's
-        // promise), so stepping back by its offset gives the container.
-        let this = unsafe { kernel::container_of!(ptr, RdmaXprt, xprt) };
-        // SAFETY: the container is live for `'a` (caller's promise).
-        unsafe { &*this }
-    }
-
     /// Frees a transport sunrpc has released (its `xpo_free`).
     ///
     /// # Safety

@@ -21,7 +21,10 @@ t_run() {
 	local name=$1; shift
 	local out reason
 	out=$(mktemp)
-	if ( set -eo pipefail; "$@" ) >"$out" 2>&1; then
+	# Not inside `if`: bash ignores `set -e` in a tested subshell.
+	( set -eo pipefail; "$@" ) >"$out" 2>&1
+	local rc=$?
+	if [ $rc = 0 ]; then
 		echo "PASS $name"
 		T_PASSED=$((T_PASSED + 1))
 	else

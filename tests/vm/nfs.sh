@@ -8,8 +8,12 @@ nfsd_prepare() {
 	modprobe nfsd
 	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd
 	mkdir -p /run/rpcbind "$NFS_EXPORT"
+	# overlayfs cannot be exported: the export is a tmpfs of its own.
+	mountpoint -q "$NFS_EXPORT" || mount -t tmpfs -o size=1G tmpfs "$NFS_EXPORT"
 	pgrep -x rpcbind >/dev/null || rpcbind -w
-	echo "$NFS_EXPORT *(rw,no_root_squash,insecure,no_subtree_check)" >/etc/exports
+	# fsid=0: the export is NFSv4's pseudo-root, so v4 mounts "server:/"
+	# without walking the guest's 9p and overlay directories above it.
+	echo "$NFS_EXPORT *(rw,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
 	exportfs -ra
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
 	# Only settable while no nfsd thread runs.
@@ -33,8 +37,11 @@ nfsd_stop() {
 	return 0
 }
 
-# nfs_mount OPTS MOUNTPOINT: mounts the export from this guest's address.
+# nfs_mount OPTS MOUNTPOINT: mounts the export from this guest's address
+# (OPTS must name vers=).
 nfs_mount() {
+	local path=/
+	case ",$1," in *,vers=3,*) path=$NFS_EXPORT ;; esac
 	mkdir -p "$2"
-	timeout 120 mount -t nfs -o "$1" "$(guest_ip):$NFS_EXPORT" "$2"
+	timeout 120 mount -t nfs -o "$1" "$(guest_ip):$path" "$2"
 }

@@ -13,9 +13,12 @@ rdma_add() {
 	esac
 	modprobe ib_uverbs
 	modprobe rdma_ucm
-	rdma link show "$name" >/dev/null 2>&1 || rdma link add "$name" type "$type" netdev "$nic"
-	wait_for 20 sh -c "rdma link show $name | grep -q 'state ACTIVE'" ||
+	rdma_link "$name" >/dev/null || rdma link add "$name" type "$type" netdev "$nic"
+	wait_for 20 sh -c "rdma link show | grep '^link $name/' | grep -q 'state ACTIVE'" ||
 		{ rdma link show; fail "$name did not become ACTIVE"; }
 }
+
+# rdma_link NAME: the device's line of `rdma link show` (status 1 if none).
+rdma_link() { rdma link show | grep "^link $1/"; }
 
 rdma_del() { rdma link delete "$1" 2>/dev/null || true; }

@@ -4,8 +4,7 @@
 
 use proptest::prelude::*;
 use svcrdma_proto::cm_private::{
-    decode, decode_size, encode_size, find, CmPrivate, DEFAULT_INLINE, FORMAT_ID, LEN,
-    MAX_INLINE,
+    decode, decode_size, encode_size, find, CmPrivate, DEFAULT_INLINE, FORMAT_ID, LEN, MAX_INLINE,
 };
 
 const ID: [u8; 4] = [0xf6, 0xab, 0x0e, 0x18];
@@ -74,7 +73,10 @@ fn identifier_absent_means_defaults() {
     assert_eq!(decode(&[0u8; 56]), CmPrivate::DEFAULT);
     assert_eq!(decode(&[1, 2, 3, 4, 5, 6, 7, 8]), CmPrivate::DEFAULT);
     // Byte-swapped identifier is not the identifier.
-    assert_eq!(decode(&[0x18, 0x0e, 0xab, 0xf6, 1, 1, 9, 9]), CmPrivate::DEFAULT);
+    assert_eq!(
+        decode(&[0x18, 0x0e, 0xab, 0xf6, 1, 1, 9, 9]),
+        CmPrivate::DEFAULT
+    );
 }
 
 #[test]
@@ -102,7 +104,10 @@ fn overrunning_identifier_near_the_end_falls_back() {
 #[test]
 fn reserved_bits_are_ignored() {
     for flags in [0xfeu8, 0x80, 0x02] {
-        assert!(!decode(&msg(1, flags, 0, 0)).remote_invalidate, "{flags:#x}");
+        assert!(
+            !decode(&msg(1, flags, 0, 0)).remote_invalidate,
+            "{flags:#x}"
+        );
     }
     for flags in [0xffu8, 0x81, 0x03] {
         assert!(decode(&msg(1, flags, 0, 0)).remote_invalidate, "{flags:#x}");

@@ -23,6 +23,14 @@ KDIR ?= $(DEFAULT_KDIR)
 KMAKE_VARS ?= $(shell . $(ROOT)/scripts/lib.sh && svcrdma_kmake_vars)
 # Warnings fail the build when set (make check sets it).
 SVCRDMA_RS_WERROR ?=
+# The dma_mr parameter's default (Kconfig: SVCRDMA_RS_DMA_MR_DEFAULT).
+SVCRDMA_RS_DMA_MR_DEFAULT ?= ib_only
+# Test hooks (Kconfig: SVCRDMA_RS_DEBUG): on for the test kernel.
+ifeq ($(KDIR),$(DEFAULT_KDIR))
+SVCRDMA_RS_DEBUG ?= y
+else
+SVCRDMA_RS_DEBUG ?= n
+endif
 
 .PHONY: all module kernel bootstrap host-test vm-test check demo clean
 
@@ -34,7 +42,9 @@ module: kernel
 endif
 module:
 	$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m \
-		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) modules
+		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) \
+		SVCRDMA_RS_DMA_MR_DEFAULT=$(SVCRDMA_RS_DMA_MR_DEFAULT) \
+		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) modules
 
 kernel:
 	@$(ROOT)/scripts/build-kernel --flavor test

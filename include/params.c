@@ -2,10 +2,15 @@
 /*
  * Module parameters of svcrdma_rs. module_param() and MODULE_PARM_DESC()
  * are macros that place data in special sections, so they are declared
- * here; the Rust side reads them through the accessors below and does all
- * validation (rust/params.rs).
+ * here; the values are parsed, validated and kept by the Rust side
+ * (rust/params.rs), which these callbacks call.
  */
 #include "svcrdma_rs.h"
+#include "callbacks.h"
+
+#ifndef CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT
+#define CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT "ib_only"
+#endif
 
 static char *xprt_name = "rdma";
 module_param(xprt_name, charp, 0444);
@@ -16,3 +21,44 @@ const char *svcrdma_rs_param_xprt_name(void)
 {
 	return xprt_name;
 }
+
+const char *svcrdma_rs_param_dma_mr_default(void)
+{
+	return CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT;
+}
+
+bool svcrdma_rs_param_debug_enabled(void)
+{
+	return IS_ENABLED(CONFIG_SVCRDMA_RS_DEBUG);
+}
+
+#define SVCRDMA_RS_PARAM_OPS(name, which)					\
+static int name##_set(const char *val, const struct kernel_param *kp)	\
+{									\
+	return svcrdma_rs_param_set(which, val);			\
+}									\
+static int name##_get(char *buf, const struct kernel_param *kp)	\
+{									\
+	return svcrdma_rs_param_get(which, buf);			\
+}									\
+static const struct kernel_param_ops name##_ops = {			\
+	.set = name##_set,						\
+	.get = name##_get,						\
+}
+
+SVCRDMA_RS_PARAM_OPS(memreg, SVCRDMA_RS_PARAM_MEMREG);
+module_param_cb(memreg, &memreg_ops, NULL, 0644);
+MODULE_PARM_DESC(memreg,
+		 "Memory registration for RDMA Read sinks: auto (default: FRMR where the device supports it, else a global DMA MR), frmr (refuse devices without it), dma_mr (a global DMA MR even where FRMR works). New connections use a new value.");
+
+SVCRDMA_RS_PARAM_OPS(dma_mr, SVCRDMA_RS_PARAM_DMA_MR);
+module_param_cb(dma_mr, &dma_mr_ops, NULL, 0644);
+MODULE_PARM_DESC(dma_mr,
+		 "Where a global DMA MR may be used: never, ib_only (InfiniBand/RoCE only, where its key never goes on the wire), always (also iWARP: exposes all server memory). Default set at build time (CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT, " CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT "). Connections that would need a forbidden DMA MR are refused.");
+
+#ifdef CONFIG_SVCRDMA_RS_DEBUG
+SVCRDMA_RS_PARAM_OPS(debug_caps, SVCRDMA_RS_PARAM_DEBUG_CAPS);
+module_param_cb(debug_caps, &debug_caps_ops, NULL, 0644);
+MODULE_PARM_DESC(debug_caps,
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): override device capabilities for the memory-model choice, comma-separated: no_fast_reg, no_local_dma_lkey, local_dma_lkey; empty for none.");
+#endif

@@ -4,6 +4,7 @@
  * headers, which Rust cannot call, wrapped one-for-one. No logic lives here.
  */
 #include "svcrdma_rs.h"
+#include <linux/sunrpc/addr.h>
 
 void svcrdma_rs_xprt_set_flag(struct svc_xprt *xprt, int bit)
 {
@@ -49,4 +50,99 @@ struct rdma_cm_id *svcrdma_rs_create_id(struct net *net,
 u64 svcrdma_rs_now_ms(void)
 {
 	return ktime_get_coarse_ns() / NSEC_PER_MSEC;
+}
+
+bool svcrdma_rs_protocol_ib(const struct ib_device *dev, u32 port)
+{
+	return rdma_protocol_ib(dev, port);
+}
+
+bool svcrdma_rs_protocol_roce(const struct ib_device *dev, u32 port)
+{
+	return rdma_protocol_roce(dev, port);
+}
+
+bool svcrdma_rs_protocol_iwarp(const struct ib_device *dev, u32 port)
+{
+	return rdma_protocol_iwarp(dev, port);
+}
+
+bool svcrdma_rs_cap_read_inv(struct ib_device *dev, u32 port)
+{
+	return rdma_cap_read_inv(dev, port);
+}
+
+struct ib_pd *svcrdma_rs_alloc_pd(struct ib_device *dev, unsigned int flags)
+{
+	return ib_alloc_pd(dev, flags);
+}
+
+void svcrdma_rs_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+struct ib_cq *svcrdma_rs_alloc_cq(struct ib_device *dev, void *private,
+				  int nr_cqe, enum ib_poll_context poll_ctx)
+{
+	return ib_alloc_cq_any(dev, private, nr_cqe, poll_ctx);
+}
+
+int svcrdma_rs_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+int svcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr)
+{
+	return ib_post_recv(qp, wr, NULL);
+}
+
+int svcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr)
+{
+	return ib_post_send(qp, wr, NULL);
+}
+
+u64 svcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			      enum dma_data_direction dir)
+{
+	return ib_dma_map_single(dev, cpu_addr, size, dir);
+}
+
+void svcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir)
+{
+	ib_dma_unmap_single(dev, addr, size, dir);
+}
+
+int svcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr)
+{
+	return ib_dma_mapping_error(dev, dma_addr);
+}
+
+void svcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, size, dir);
+}
+
+void svcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size,
+				    enum dma_data_direction dir)
+{
+	ib_dma_sync_single_for_device(dev, addr, size, dir);
+}
+
+void svcrdma_rs_xprt_get(struct svc_xprt *xprt)
+{
+	svc_xprt_get(xprt);
+}
+
+void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit)
+{
+	clear_bit(bit, &xprt->xpt_flags);
+}
+
+void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt)
+{
+	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, 0);
 }

@@ -15,6 +15,7 @@
 #include <linux/sunrpc/xdr.h>
 #include <linux/sunrpc/svc_rdma.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/rw.h>
 
@@ -32,10 +33,39 @@ struct rdma_cm_id *svcrdma_rs_create_id(struct net *net,
 					enum rdma_ucm_port_space ps,
 					enum ib_qp_type qp_type);
 
+/* shims.c: RDMA devices and verbs (static inlines and macros) */
+bool svcrdma_rs_protocol_ib(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_protocol_roce(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_protocol_iwarp(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_cap_read_inv(struct ib_device *dev, u32 port);
+struct ib_pd *svcrdma_rs_alloc_pd(struct ib_device *dev, unsigned int flags);
+void svcrdma_rs_dealloc_pd(struct ib_pd *pd);
+struct ib_cq *svcrdma_rs_alloc_cq(struct ib_device *dev, void *private,
+				  int nr_cqe, enum ib_poll_context poll_ctx);
+int svcrdma_rs_dereg_mr(struct ib_mr *mr);
+int svcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr);
+int svcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr);
+u64 svcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+			      enum dma_data_direction dir);
+void svcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir);
+int svcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
+void svcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+				 enum dma_data_direction dir);
+void svcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size,
+				    enum dma_data_direction dir);
+
+/* shims.c: sunrpc */
+void svcrdma_rs_xprt_get(struct svc_xprt *xprt);
+void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit);
+void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt);
+
 /* shims.c: time */
 u64 svcrdma_rs_now_ms(void);
 
 /* params.c: module parameters (module_param is a macro) */
 const char *svcrdma_rs_param_xprt_name(void);
+const char *svcrdma_rs_param_dma_mr_default(void);
+bool svcrdma_rs_param_debug_enabled(void);
 
 #endif /* SVCRDMA_RS_H */

@@ -3,12 +3,27 @@
 //! Module parameters.
 //!
 //! They are declared in `include/params.c`, because `module_param()` is a C
-//! macro; every value is read and validated here, with the rules living in
-//! [`crate::proto`].
+//! macro; every value is parsed, validated and kept here, with the rules
+//! living in [`crate::proto`]. `memreg`, `dma_mr` (and, in debug builds,
+//! `debug_caps`) are writable at run time through `/sys/module/svcrdma_rs/
+//! parameters/`: a bad value gets `-EINVAL` and one log line, and nothing
+//! changes. New connections use the new value.
 
-use kernel::prelude::*;
+use core::fmt::Write;
 
-use crate::{bindings, log::Show, proto::xprt_name};
+use kernel::{
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+};
+
+use crate::{
+    bindings,
+    log::Show,
+    proto::{
+        memreg::{CapsOverride, DmaMrAllowed, Memreg},
+        xprt_name,
+    },
+};
 
 /// The transport class name to register (`xprt_name=`), validated.
 ///
@@ -30,4 +45,153 @@ pub(crate) fn xprt_name() -> Result<&'static CStr> {
         return Err(EINVAL);
     }
     Ok(name)
+}
+
+/// Sentinel for "not set at load": use the build-time default.
+const UNSET: i32 = -1;
+
+/// `memreg`, as an index into [`Memreg::ALL`].
+static MEMREG: Atomic<i32> = Atomic::new(0);
+/// `dma_mr`, as an index into [`DmaMrAllowed::ALL`], or [`UNSET`].
+static DMA_MR: Atomic<i32> = Atomic::new(UNSET);
+/// `debug_caps`: bit 0 no_fast_reg, bits 1-2 local_dma_lkey (0 none,
+/// 1 false, 2 true).
+static DEBUG_CAPS: Atomic<i32> = Atomic::new(0);
+
+/// The current `memreg`.
+pub(crate) fn memreg() -> Memreg {
+    Memreg::ALL
+        .get(usize::try_from(MEMREG.load(Relaxed)).unwrap_or(usize::MAX))
+        .copied()
+        .unwrap_or(Memreg::Auto)
+}
+
+/// The build-time default of `dma_mr` (`CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT`).
+fn dma_mr_default() -> Option<DmaMrAllowed> {
+    // SAFETY: returns a string literal compiled into `params.c`.
+    let s = unsafe { CStr::from_char_ptr(bindings::svcrdma_rs_param_dma_mr_default()) };
+    DmaMrAllowed::parse(s.to_bytes())
+}
+
+/// The current `dma_mr`.
+pub(crate) fn dma_mr() -> DmaMrAllowed {
+    match DmaMrAllowed::ALL.get(usize::try_from(DMA_MR.load(Relaxed)).unwrap_or(usize::MAX)) {
+        Some(&v) => v,
+        // The default was validated at load; `Never` is the safe fallback.
+        None => dma_mr_default().unwrap_or(DmaMrAllowed::Never),
+    }
+}
+
+/// The current capability overrides (always none unless the module was
+/// built with `CONFIG_SVCRDMA_RS_DEBUG`).
+pub(crate) fn caps_override() -> CapsOverride {
+    let v = DEBUG_CAPS.load(Relaxed);
+    CapsOverride {
+        no_fast_reg: v & 1 != 0,
+        local_dma_lkey: match (v >> 1) & 3 {
+            1 => Some(false),
+            2 => Some(true),
+            _ => None,
+        },
+    }
+}
+
+fn encode_caps_override(o: CapsOverride) -> i32 {
+    i32::from(o.no_fast_reg)
+        | match o.local_dma_lkey {
+            None => 0,
+            Some(false) => 2,
+            Some(true) => 4,
+        }
+}
+
+/// Checks the build-time defaults once at load.
+pub(crate) fn validate_defaults() -> Result {
+    if dma_mr_default().is_none() {
+        // SAFETY: as in `dma_mr_default`.
+        let s = unsafe { CStr::from_char_ptr(bindings::svcrdma_rs_param_dma_mr_default()) };
+        pr_err!(
+            "CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT=\"{}\" is not one of never, ib_only, always\n",
+            s
+        );
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Which parameter (see `include/callbacks.h`).
+const PARAM_MEMREG: c_int = 0;
+const PARAM_DMA_MR: c_int = 1;
+const PARAM_DEBUG_CAPS: c_int = 2;
+
+/// Parses and stores a parameter value (the `set` of `params.c`).
+///
+/// # Safety
+///
+/// `val` must be a NUL-terminated string, valid for the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c_char) -> c_int {
+    if val.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: a NUL-terminated string valid for the call (caller's promise).
+    let val = unsafe { CStr::from_char_ptr(val) };
+    let bytes = val.to_bytes();
+    let ok = match which {
+        PARAM_MEMREG => Memreg::parse(bytes).map(|m| {
+            let i = Memreg::ALL.iter().position(|&x| x == m).unwrap_or(0);
+            MEMREG.store(i as i32, Relaxed);
+        }),
+        PARAM_DMA_MR => DmaMrAllowed::parse(bytes).map(|m| {
+            let i = DmaMrAllowed::ALL.iter().position(|&x| x == m).unwrap_or(0);
+            DMA_MR.store(i as i32, Relaxed);
+        }),
+        PARAM_DEBUG_CAPS => {
+            CapsOverride::parse(bytes).map(|o| DEBUG_CAPS.store(encode_caps_override(o), Relaxed))
+        }
+        _ => return EINVAL.to_errno(),
+    };
+    if ok.is_some() {
+        return 0;
+    }
+    let (name, allowed) = match which {
+        PARAM_MEMREG => ("memreg", "auto, frmr, dma_mr"),
+        PARAM_DMA_MR => ("dma_mr", "never, ib_only, always"),
+        _ => (
+            "debug_caps",
+            "a comma-separated list of no_fast_reg, no_local_dma_lkey, local_dma_lkey, or empty",
+        ),
+    };
+    // Show the value as written, without the newline `echo` adds.
+    let shown = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    pr_err!(
+        "{}=\"{}\" refused: the value must be {}; nothing changed\n",
+        name,
+        kernel::str::BStr::from_bytes(shown),
+        allowed
+    );
+    EINVAL.to_errno()
+}
+
+/// Writes a parameter's value and a newline (the `get` of `params.c`).
+///
+/// # Safety
+///
+/// `buf` must be a writable `PAGE_SIZE` buffer.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn svcrdma_rs_param_get(which: c_int, buf: *mut c_char) -> c_int {
+    // SAFETY: the kernel passes a `PAGE_SIZE` buffer for parameter reads.
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let mut w = crate::sysfs::PageWriter::new(page);
+    let r = match which {
+        PARAM_MEMREG => writeln!(w, "{}", memreg().name()),
+        PARAM_DMA_MR => writeln!(w, "{}", dma_mr().name()),
+        PARAM_DEBUG_CAPS => writeln!(w, "{}", caps_override()),
+        _ => return EINVAL.to_errno(),
+    };
+    match r {
+        Ok(()) => w.len() as c_int,
+        Err(_) => EOVERFLOW.to_errno(),
+    }
 }

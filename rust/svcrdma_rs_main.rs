@@ -26,6 +26,7 @@ mod params;
 pub mod proto;
 mod rdma;
 mod sunrpc;
+mod sysfs;
 mod transport;
 
 module! {
@@ -37,14 +38,22 @@ module! {
 }
 
 /// The module: while it is loaded, its transport class is registered.
+///
+/// Fields drop in order: the class is unregistered first (no new listener
+/// can appear; every transport is gone, since each holds a module
+/// reference), then the registry and its sysfs tree.
 struct SvcRdmaRs {
     _class: sunrpc::Registration,
+    _registry: transport::Registry,
 }
 
 impl kernel::Module for SvcRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        params::validate_defaults()?;
+        let registry = transport::install_registry()?;
         Ok(Self {
             _class: transport::register_class(module)?,
+            _registry: registry,
         })
     }
 }

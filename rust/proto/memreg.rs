@@ -307,3 +307,65 @@ impl DmaMrAllowed {
         Self::ALL.into_iter().find(|m| m.name().as_bytes() == s)
     }
 }
+
+/// Test-only capability overrides (the `debug_caps` parameter of a debug
+/// build): hide fast registration, or hide or pretend a global lkey, so that
+/// every row of the table can be exercised on soft-RoCE and soft-iWARP.
+///
+/// Pretending a global lkey is safe: local access always uses the PD's local
+/// lkey, which exists either way; only the decision changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapsOverride {
+    /// Treat the device as having no fast registration.
+    pub no_fast_reg: bool,
+    /// Force the global-lkey capability to this value.
+    pub local_dma_lkey: Option<bool>,
+}
+
+impl CapsOverride {
+    /// Parses `no_fast_reg`, `no_local_dma_lkey`, `local_dma_lkey`,
+    /// comma-separated (empty: no override; one trailing newline allowed).
+    /// Unknown, repeated or contradictory tokens are refused.
+    pub fn parse(s: &[u8]) -> Option<Self> {
+        let s = param_text(s);
+        let mut o = Self::default();
+        if s.is_empty() {
+            return Some(o);
+        }
+        for tok in s.split(|&b| b == b',') {
+            match tok {
+                b"no_fast_reg" if !o.no_fast_reg => o.no_fast_reg = true,
+                b"no_local_dma_lkey" if o.local_dma_lkey.is_none() => {
+                    o.local_dma_lkey = Some(false)
+                }
+                b"local_dma_lkey" if o.local_dma_lkey.is_none() => o.local_dma_lkey = Some(true),
+                _ => return None,
+            }
+        }
+        Some(o)
+    }
+
+    /// The capabilities the policy sees.
+    pub fn apply(&self, caps: DeviceCaps) -> DeviceCaps {
+        DeviceCaps {
+            fast_reg: caps.fast_reg && !self.no_fast_reg,
+            local_dma_lkey: self.local_dma_lkey.unwrap_or(caps.local_dma_lkey),
+            ..caps
+        }
+    }
+}
+
+impl fmt::Display for CapsOverride {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = "";
+        if self.no_fast_reg {
+            f.write_str("no_fast_reg")?;
+            sep = ",";
+        }
+        match self.local_dma_lkey {
+            Some(false) => write!(f, "{sep}no_local_dma_lkey"),
+            Some(true) => write!(f, "{sep}local_dma_lkey"),
+            None => Ok(()),
+        }
+    }
+}

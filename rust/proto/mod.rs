@@ -12,6 +12,7 @@
 
 pub mod addr;
 pub mod cm_private;
+pub mod inline;
 pub mod memreg;
 pub mod ratelimit;
 pub mod xprt_name;

@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use kernel::{error::to_result, prelude::*};
 
+use super::Device;
 use crate::{bindings, proto::addr::SockAddr};
 
 /// How the CM calls us: `(id, event) -> 0` keeps the id, non-zero makes the
@@ -85,11 +86,70 @@ impl CmId {
         to_result(unsafe { bindings::rdma_listen(self.as_ptr(), LISTEN_BACKLOG) })
     }
 
+    /// The peer's address, as a `sockaddr` pointer into the id.
+    pub(crate) fn dst_sockaddr(&self) -> *const bindings::sockaddr {
+        // SAFETY: `self.ptr` is live (type invariant); taking a field's
+        // address reads nothing.
+        unsafe { (&raw const (*self.as_ptr()).route.addr.dst_addr).cast() }
+    }
+
     /// The bound source address, as a `sockaddr` pointer into the id.
     pub(crate) fn src_sockaddr(&self) -> *const bindings::sockaddr {
         // SAFETY: `self.ptr` is live (type invariant); taking a field's
         // address reads nothing.
         unsafe { (&raw const (*self.as_ptr()).route.addr.src_addr).cast() }
+    }
+}
+
+impl CmId {
+    /// Points the id's events at `handler` with `context` and accepts the
+    /// connection request it was created for, sending `private` as CM
+    /// private data. Both happen under the id's handler lock (as
+    /// `rdma_accept()` requires), so no event sees the old context after.
+    ///
+    /// # Safety
+    ///
+    /// `context` must stay valid, and `handler` accept it, until the id is
+    /// destroyed. Must not be called from this id's handler.
+    pub(crate) unsafe fn repoint_and_accept(
+        &self,
+        handler: Handler,
+        context: *mut c_void,
+        private: &[u8],
+        initiator_depth: u8,
+    ) -> Result {
+        let len = u8::try_from(private.len()).map_err(|_| EINVAL)?;
+        let mut param = bindings::rdma_conn_param {
+            private_data: private.as_ptr().cast(),
+            private_data_len: len,
+            responder_resources: 0,
+            initiator_depth,
+            ..Default::default()
+        };
+        // SAFETY: the id is live (invariant); we are not in its handler, so
+        // taking its lock cannot deadlock; `param` and `private` are valid
+        // for the call (the CM copies the private data).
+        unsafe {
+            bindings::rdma_lock_handler(self.as_ptr());
+            (*self.as_ptr()).event_handler = Some(handler);
+            (*self.as_ptr()).context = context;
+            let ret = bindings::rdma_accept(self.as_ptr(), &mut param);
+            bindings::rdma_unlock_handler(self.as_ptr());
+            to_result(ret)
+        }
+    }
+
+    /// Starts a disconnect; events follow on the handler.
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: the id is live (invariant). Failure means it was not
+        // connected, which is what we want anyway.
+        let _ = unsafe { bindings::rdma_disconnect(self.as_ptr()) };
+    }
+
+    /// The device the id is bound to.
+    pub(crate) fn device(&self) -> Option<Device<'_>> {
+        // SAFETY: the id is live (invariant); its device lives while it does.
+        unsafe { Device::from_raw((*self.as_ptr()).device, (*self.as_ptr()).port_num) }
     }
 }
 
@@ -102,6 +162,7 @@ impl Drop for CmId {
 }
 
 /// The identifier an event handler was called for; not owned.
+#[derive(Clone, Copy)]
 pub(crate) struct CmIdRef<'a> {
     id: &'a bindings::rdma_cm_id,
 }
@@ -120,21 +181,73 @@ impl<'a> CmIdRef<'a> {
         }
     }
 
+    /// The C object.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
+        core::ptr::from_ref(self.id).cast_mut()
+    }
+
+    /// The context pointer the id carries (for a connection request, the
+    /// listener's, inherited).
+    pub(crate) fn context(&self) -> *mut c_void {
+        self.id.context
+    }
+
+    /// The device the id is bound to (a connection request's always is).
+    pub(crate) fn device(&self) -> Option<Device<'a>> {
+        // SAFETY: a bound id's device lives while the id does (`'a`).
+        unsafe { Device::from_raw(self.id.device, self.id.port_num) }
+    }
+
+    /// Takes ownership of a connection request's new id.
+    ///
+    /// # Safety
+    ///
+    /// Only for the id of a `CONNECT_REQUEST` event, and only if the handler
+    /// then returns 0 (the CM leaves the id to us). The returned `CmId` must
+    /// not be dropped inside this handler call (destroying an id from its
+    /// own handler deadlocks).
+    pub(crate) unsafe fn adopt(self) -> CmId {
+        // INVARIANT: a live id, now ours (caller's promise).
+        CmId {
+            ptr: NonNull::from(self.id),
+        }
+    }
+
+    /// Points a connection request's id at `handler` with `context`.
+    ///
+    /// # Safety
+    ///
+    /// Only from within this id's own handler (the CM holds its handler
+    /// lock); `context` must stay valid, and `handler` accept it, until the
+    /// id is destroyed or re-pointed.
+    pub(crate) unsafe fn repoint_in_handler(&self, handler: Handler, context: *mut c_void) {
+        let id = self.as_ptr();
+        // SAFETY: we hold the handler lock (caller's promise), so no event
+        // is delivered while the fields change.
+        unsafe {
+            (*id).event_handler = Some(handler);
+            (*id).context = context;
+        }
+    }
+
+    /// Rejects the connection request this id was created for. The handler
+    /// must then return non-zero, so the CM destroys the id.
+    pub(crate) fn reject(&self) {
+        // SAFETY: a live id in its connection-request handler.
+        let _ = unsafe {
+            bindings::rdma_reject(
+                self.as_ptr(),
+                core::ptr::null(),
+                0,
+                bindings::IB_CM_REJ_CONSUMER_DEFINED as u8,
+            )
+        };
+    }
+
     /// The peer's address, if it is IPv4 or IPv6.
     pub(crate) fn peer(&self) -> Option<SockAddr> {
         // SAFETY: `dst_addr` is a `sockaddr_storage` inside a live id.
         unsafe { super::sockaddr_to_proto((&raw const self.id.route.addr.dst_addr).cast()) }
-    }
-
-    /// The RDMA device's name (`rxe0`, `siw0`, …), if bound to one.
-    pub(crate) fn device_name(&self) -> Option<&'a CStr> {
-        let dev = self.id.device;
-        if dev.is_null() {
-            return None;
-        }
-        // SAFETY: a bound id's device is live while the id is; `name` is a
-        // NUL-terminated array inside it.
-        Some(unsafe { CStr::from_char_ptr((*dev).name.as_ptr()) })
     }
 }
 
@@ -160,5 +273,34 @@ impl<'a> CmEvent<'a> {
     /// The event type (`RDMA_CM_EVENT_*`).
     pub(crate) fn kind(&self) -> bindings::rdma_cm_event_type {
         self.ev.event
+    }
+
+    /// The connection parameters of a connection request (or established)
+    /// event.
+    fn conn(&self) -> &bindings::rdma_conn_param {
+        // SAFETY: `conn` is the union member the CM fills for connection
+        // events; every bit pattern is a valid `rdma_conn_param`.
+        unsafe { &self.ev.param.conn }
+    }
+
+    /// The peer's CM private data (empty when none was sent).
+    pub(crate) fn private_data(&self) -> &'a [u8] {
+        let c = self.conn();
+        if c.private_data.is_null() {
+            return &[];
+        }
+        // SAFETY: the CM gives `private_data_len` readable bytes at
+        // `private_data` for the duration of the event.
+        unsafe {
+            core::slice::from_raw_parts(
+                c.private_data.cast::<u8>(),
+                usize::from(c.private_data_len),
+            )
+        }
+    }
+
+    /// How many RDMA Reads the peer will accept from us at once.
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        self.conn().initiator_depth
     }
 }

@@ -5,5 +5,13 @@
 
 mod addr;
 pub(crate) mod cm;
+mod cq;
+mod device;
+pub(crate) mod mr;
+mod pd;
+pub(crate) mod qp;
 
 pub(crate) use addr::sockaddr_to_proto;
+pub(crate) use cq::Cq;
+pub(crate) use device::Device;
+pub(crate) use pd::Pd;

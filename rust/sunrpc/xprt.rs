@@ -11,6 +11,10 @@ use crate::bindings;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub(crate) enum Flag {
+    /// A connection is waiting to be accepted (listeners).
+    Conn = bindings::XPT_CONN,
+    /// Received data waits for `xpo_recvfrom`.
+    Data = bindings::XPT_DATA,
     /// The transport is a listening endpoint.
     Listener = bindings::XPT_LISTENER,
     /// The transport has congestion control (RFC 7530 section 3.1).
@@ -41,6 +45,18 @@ impl SvcXprt {
         self.0.get()
     }
 
+    /// Borrows the `SvcXprt` behind a pointer sunrpc passed us.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a live, initialized `svc_xprt` that stays valid
+    /// for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
+        // SAFETY: `SvcXprt` is a transparent wrapper of `Opaque<svc_xprt>`,
+        // which has the layout of `svc_xprt`; validity is the caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Initializes the generic transport (`svc_xprt_init()`): sets the class,
     /// the service, a reference on `net` and the first reference count.
     ///
@@ -63,6 +79,67 @@ impl SvcXprt {
     pub(crate) fn set_flag(&self, flag: Flag) {
         // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic `set_bit`.
         unsafe { bindings::svcrdma_rs_xprt_set_flag(self.as_ptr(), flag as i32) };
+    }
+
+    /// Clears a state bit (atomic).
+    pub(crate) fn clear_flag(&self, flag: Flag) {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic
+        // `clear_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_clear_flag(self.as_ptr(), flag as i32) };
+    }
+
+    /// Tests a state bit (atomic).
+    pub(crate) fn test_flag(&self, flag: Flag) -> bool {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic
+        // `test_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_test_flag(self.as_ptr(), flag as i32) }
+    }
+
+    /// Asks an nfsd thread to look at the transport (after setting a flag).
+    pub(crate) fn enqueue(&self) {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`.
+        unsafe { bindings::svc_xprt_enqueue(self.as_ptr()) };
+    }
+
+    /// Releases `XPT_BUSY` after a receive, letting other threads in.
+    pub(crate) fn received(&self) {
+        // SAFETY: `self` is a valid, initialized `svc_xprt` whose `XPT_BUSY`
+        // the calling nfsd thread holds (it is in `xpo_recvfrom`).
+        unsafe { bindings::svc_xprt_received(self.as_ptr()) };
+    }
+
+    /// Marks the transport for closing by an nfsd thread (any context).
+    pub(crate) fn deferred_close(&self) {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`.
+        unsafe { bindings::svc_xprt_deferred_close(self.as_ptr()) };
+    }
+
+    /// The network namespace the transport lives in.
+    pub(crate) fn net(&self) -> *mut bindings::net {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`; `xpt_net` is
+        // set by `svc_xprt_init()` and never changes.
+        unsafe { (*self.as_ptr()).xpt_net }
+    }
+
+    /// The service the transport serves.
+    pub(crate) fn serv(&self) -> *mut bindings::svc_serv {
+        // SAFETY: as for `net`: `xpt_server` is set once at init.
+        unsafe { (*self.as_ptr()).xpt_server }
+    }
+
+    /// Records the peer's address (port set to 0, so the duplicate reply
+    /// cache still matches after the client reconnects from another port).
+    ///
+    /// # Safety
+    ///
+    /// `sa` must point to a valid `sockaddr_in` or `sockaddr_in6`, and the
+    /// transport must not yet be visible to sunrpc's threads.
+    pub(crate) unsafe fn set_remote(&self, sa: *const bindings::sockaddr) {
+        // SAFETY: per the function's safety requirements.
+        unsafe {
+            bindings::svcrdma_rs_xprt_set_remote(self.as_ptr(), sa);
+            bindings::svcrdma_rs_xprt_clear_remote_port(self.as_ptr());
+        }
     }
 
     /// Records the local address (shown by sunrpc, used to find listeners).

@@ -3,13 +3,24 @@
 //! The RPC-over-RDMA server transport, one stage per file as in the C
 //! svcrdma:
 //!
-//! - [`ops`]: the `svc_xprt_ops` table sunrpc calls, and the class itself;
-//! - [`xprt`]: our transport object (`RdmaXprt`), embedding sunrpc's;
-//! - [`listener`]: listening endpoints (`xpo_create`) and the CM events on
-//!   them (connection requests).
+//! - [`ops`]: the transport class and the `svc_xprt_ops` table sunrpc calls;
+//! - [`registry`]: module-wide state and the sysfs tree;
+//! - [`listener`]: listening endpoints (`xpo_create`);
+//! - [`accept`]: connection requests (RFC 8797 private data, the memory
+//!   model) and `xpo_accept`;
+//! - [`connection`]: a connection's RDMA resources, events and teardown;
+//! - [`frmr`]: the per-connection FRMR pool;
+//! - [`recv`]: receive buffers and their completions;
+//! - [`recvfrom`]: `xpo_recvfrom`.
 
+mod accept;
+mod connection;
+mod frmr;
 mod listener;
 mod ops;
-mod xprt;
+mod recv;
+mod recvfrom;
+mod registry;
 
 pub(crate) use ops::register_class;
+pub(crate) use registry::{install as install_registry, Installed as Registry};

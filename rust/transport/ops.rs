@@ -2,15 +2,16 @@
 
 //! The transport class and the `svc_xprt_ops` table sunrpc calls.
 //!
-//! Each op is a small `extern "C"` trampoline that recovers our types and
-//! calls the stage that implements it.
+//! Each op is a small `extern "C"` trampoline that recovers our type — a
+//! [`Listener`] or a [`Connection`], told apart by `XPT_LISTENER` — and calls
+//! the stage that implements it.
 
 use kernel::prelude::*;
 
-use super::{listener, xprt::RdmaXprt};
+use super::{accept, connection::Connection, listener, listener::Listener, recvfrom};
 use crate::{
     bindings, params,
-    sunrpc::{Registration, XprtClass},
+    sunrpc::{Flag, Registration, SvcXprt, XprtClass},
 };
 
 /// The transport class this module registers (its name is `xprt_name`).
@@ -55,6 +56,29 @@ pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration
         })
 }
 
+/// Which of our types a transport pointer from sunrpc is.
+enum Ours<'a> {
+    Listener(&'a Listener),
+    Connection(&'a Connection),
+}
+
+/// Recovers our transport from sunrpc's pointer.
+///
+/// # Safety
+///
+/// `xprt` must be one of our live transports, alive for `'a`.
+unsafe fn ours<'a>(xprt: *mut bindings::svc_xprt) -> Ours<'a> {
+    // SAFETY: a live, initialized `svc_xprt` (caller's promise).
+    let x = unsafe { SvcXprt::from_raw(xprt) };
+    if x.test_flag(Flag::Listener) {
+        // SAFETY: our transports with `XPT_LISTENER` are `Listener`s.
+        Ours::Listener(unsafe { Listener::from_svc_xprt(xprt) })
+    } else {
+        // SAFETY: our other transports are `Connection`s.
+        Ours::Connection(unsafe { Connection::from_svc_xprt(xprt) })
+    }
+}
+
 unsafe extern "C" fn xpo_create(
     serv: *mut bindings::svc_serv,
     net: *mut bindings::net,
@@ -73,21 +97,30 @@ unsafe extern "C" fn xpo_create(
     }
 }
 
-unsafe extern "C" fn xpo_accept(_listener: *mut bindings::svc_xprt) -> *mut bindings::svc_xprt {
-    // No connection is ever queued yet: connection requests are refused.
-    core::ptr::null_mut()
+unsafe extern "C" fn xpo_accept(xprt: *mut bindings::svc_xprt) -> *mut bindings::svc_xprt {
+    // SAFETY: sunrpc holds a reference on the transport during the call.
+    match unsafe { ours(xprt) } {
+        Ours::Listener(l) => accept::accept(l),
+        Ours::Connection(_) => core::ptr::null_mut(),
+    }
 }
 
 unsafe extern "C" fn xpo_has_wspace(_xprt: *mut bindings::svc_xprt) -> c_int {
     1
 }
 
-unsafe extern "C" fn xpo_recvfrom(_rqstp: *mut bindings::svc_rqst) -> c_int {
-    // Only connections receive, and none exist yet.
-    0
+unsafe extern "C" fn xpo_recvfrom(rqstp: *mut bindings::svc_rqst) -> c_int {
+    // SAFETY: sunrpc passes a live request whose transport it holds.
+    let xprt = unsafe { (*rqstp).rq_xprt };
+    // SAFETY: as above.
+    match unsafe { ours(xprt) } {
+        Ours::Connection(c) => recvfrom::recvfrom(c, rqstp),
+        Ours::Listener(_) => 0,
+    }
 }
 
 unsafe extern "C" fn xpo_sendto(_rqstp: *mut bindings::svc_rqst) -> c_int {
+    // No request is ever handed to nfsd yet, so there is nothing to reply to.
     ENOTCONN.to_errno()
 }
 
@@ -101,12 +134,22 @@ unsafe extern "C" fn xpo_result_payload(
 
 unsafe extern "C" fn xpo_release_ctxt(_xprt: *mut bindings::svc_xprt, _ctxt: *mut c_void) {}
 
-unsafe extern "C" fn xpo_detach(_xprt: *mut bindings::svc_xprt) {}
+unsafe extern "C" fn xpo_detach(xprt: *mut bindings::svc_xprt) {
+    // SAFETY: sunrpc holds a reference on the transport during the call.
+    if let Ours::Connection(c) = unsafe { ours(xprt) } {
+        c.detach();
+    }
+}
 
 unsafe extern "C" fn xpo_free(xprt: *mut bindings::svc_xprt) {
     // SAFETY: sunrpc calls `xpo_free` once, on the last reference to one of
-    // our transports, all of which are `KBox`ed `RdmaXprt`s.
-    unsafe { RdmaXprt::free(xprt) };
+    // our transports; each kind is freed as the kind it is.
+    unsafe {
+        match ours(xprt) {
+            Ours::Listener(_) => Listener::free(xprt),
+            Ours::Connection(_) => Connection::free(xprt),
+        }
+    }
 }
 
 unsafe extern "C" fn xpo_kill_temp_xprt(_xprt: *mut bindings::svc_xprt) {}

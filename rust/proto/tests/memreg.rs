@@ -386,3 +386,62 @@ fn parameter_values_parse_exactly() {
         ("never", "ib_only", "always")
     );
 }
+
+#[test]
+fn caps_override_parses_applies_and_prints() {
+    use svcrdma_proto::memreg::CapsOverride;
+    let rxe = caps(true, false);
+    assert_eq!(CapsOverride::parse(b""), Some(CapsOverride::default()));
+    assert_eq!(CapsOverride::parse(b"\n"), Some(CapsOverride::default()));
+    let o = CapsOverride::parse(b"no_fast_reg").unwrap();
+    assert!(!o.apply(rxe).fast_reg);
+    assert!(!o.apply(rxe).local_dma_lkey);
+    let o = CapsOverride::parse(b"no_fast_reg,local_dma_lkey\n").unwrap();
+    assert_eq!(
+        (o.apply(rxe).fast_reg, o.apply(rxe).local_dma_lkey),
+        (false, true)
+    );
+    let o = CapsOverride::parse(b"no_local_dma_lkey").unwrap();
+    assert!(!o.apply(caps(true, true)).local_dma_lkey);
+    // Overrides never invent fast registration.
+    let o = CapsOverride::parse(b"local_dma_lkey").unwrap();
+    assert!(!o.apply(caps(false, false)).fast_reg);
+    for bad in [
+        &b"fast_reg"[..],
+        b"no_fast_reg,no_fast_reg",
+        b"local_dma_lkey,no_local_dma_lkey",
+        b"no_fast_reg,",
+        b",",
+        b"no_fast_reg local_dma_lkey",
+    ] {
+        assert_eq!(CapsOverride::parse(bad), None, "{bad:?}");
+    }
+    for text in [
+        "",
+        "no_fast_reg",
+        "local_dma_lkey",
+        "no_local_dma_lkey",
+        "no_fast_reg,local_dma_lkey",
+    ] {
+        let o = CapsOverride::parse(text.as_bytes()).unwrap();
+        assert_eq!(o.to_string(), text);
+    }
+}
+
+#[test]
+fn every_table_row_is_reachable_from_soft_devices_with_overrides() {
+    use svcrdma_proto::memreg::CapsOverride;
+    // rxe and siw: fast reg yes, global lkey no.
+    let soft = caps(true, false);
+    let mut rows = std::collections::HashSet::new();
+    for text in [
+        "",
+        "no_fast_reg",
+        "local_dma_lkey",
+        "no_fast_reg,local_dma_lkey",
+    ] {
+        let c = CapsOverride::parse(text.as_bytes()).unwrap().apply(soft);
+        rows.insert((c.fast_reg, c.local_dma_lkey));
+    }
+    assert_eq!(rows.len(), 4);
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Inline thresholds, credits and queue depths of a connection.
+//!
+//! RFC 8166: a message that fits the receiver's inline threshold travels in
+//! one RDMA Send; the default threshold is 1024 bytes, and RFC 8797 lets
+//! each peer advertise larger ones at connection time. The server grants the
+//! client *credits*: how many calls it may have outstanding, each needing one
+//! posted receive buffer.
+
+use super::cm_private::{CmPrivate, DEFAULT_INLINE};
+
+/// Our receive buffer size: the largest call a client may send inline. We
+/// advertise it as our Receive Size (RFC 8797).
+pub const RECV_SIZE: u32 = 4096;
+/// The largest reply we send inline, before the client's limit applies. We
+/// advertise it as our Send Size.
+pub const SEND_SIZE: u32 = 4096;
+/// Credits granted per connection (the C svcrdma's default).
+pub const CREDITS: u32 = 64;
+/// Receive buffers kept for NFSv4.1 backchannel replies.
+pub const BC_CREDITS: u32 = 2;
+/// Work requests the send queue needs per RPC, at most: the reply's Send
+/// plus, per chunk segment, a registration, an RDMA operation and an
+/// invalidation. Requests beyond the queue's room wait for it.
+pub const SEND_WR_PER_RPC: u32 = 16;
+
+/// Queue sizes of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Depths {
+    /// Credits granted to the client.
+    pub credits: u32,
+    /// Receive buffers posted (credits plus backchannel).
+    pub recv_buffers: u32,
+    /// Receive queue work requests (one more, for the drain on teardown).
+    pub recv_wr: u32,
+    /// Send queue work requests (one more, for the drain on teardown).
+    pub send_wr: u32,
+}
+
+impl Depths {
+    /// Sizes that fit a device allowing `max_qp_wr` work requests per queue
+    /// and `max_cqe` completions per CQ; `None` if even one credit does not.
+    pub fn for_device(max_qp_wr: u32, max_cqe: u32) -> Option<Self> {
+        let limit = max_qp_wr.min(max_cqe);
+        // Each queue also needs one slot for the drain request.
+        let room = limit.checked_sub(1)?;
+        let credits = CREDITS.min(room.checked_sub(BC_CREDITS)?);
+        if credits == 0 {
+            return None;
+        }
+        let recv_buffers = credits + BC_CREDITS;
+        let send = credits.saturating_mul(SEND_WR_PER_RPC).min(room);
+        Some(Self {
+            credits,
+            recv_buffers,
+            recv_wr: recv_buffers + 1,
+            send_wr: send + 1,
+        })
+    }
+}
+
+/// The message this server sends in its connection accept.
+pub fn server_private(remote_invalidate: bool) -> CmPrivate {
+    CmPrivate {
+        remote_invalidate,
+        send_size: SEND_SIZE,
+        recv_size: RECV_SIZE,
+    }
+}
+
+/// The largest reply that may go inline to this client: its advertised
+/// receive size, and never more than we send inline at all.
+pub fn max_inline_reply(client: &CmPrivate) -> u32 {
+    client
+        .recv_size
+        .min(SEND_SIZE)
+        .max(DEFAULT_INLINE.min(SEND_SIZE))
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Credits, queue depths, and the inline limits negotiated by RFC 8797.
+
+use proptest::prelude::*;
+use svcrdma_proto::cm_private::{decode, CmPrivate};
+use svcrdma_proto::inline::{
+    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_SIZE, SEND_SIZE,
+};
+
+#[test]
+fn a_roomy_device_gets_the_default_credits() {
+    let d = Depths::for_device(16384, 65536).unwrap();
+    assert_eq!(d.credits, CREDITS);
+    assert_eq!(d.recv_buffers, CREDITS + BC_CREDITS);
+    assert_eq!(d.recv_wr, d.recv_buffers + 1);
+    assert!(d.send_wr > d.credits);
+}
+
+#[test]
+fn a_small_device_gets_fewer_credits_and_never_overflows() {
+    let d = Depths::for_device(20, 1000).unwrap();
+    assert_eq!(d.credits, 20 - 1 - BC_CREDITS);
+    assert!(d.recv_wr <= 20 && d.send_wr <= 20);
+    assert_eq!(Depths::for_device(3, 100), None);
+    assert_eq!(Depths::for_device(0, 0), None);
+    assert!(Depths::for_device(4, 100).is_some());
+}
+
+proptest! {
+    #[test]
+    fn depths_always_fit_the_device(wr in 0u32..100_000, cqe in 0u32..100_000) {
+        if let Some(d) = Depths::for_device(wr, cqe) {
+            prop_assert!(d.credits >= 1 && d.credits <= CREDITS);
+            prop_assert!(d.recv_wr <= wr.min(cqe));
+            prop_assert!(d.send_wr <= wr.min(cqe));
+            prop_assert_eq!(d.recv_buffers + 1, d.recv_wr);
+        }
+    }
+}
+
+#[test]
+fn our_message_says_our_buffer_sizes_and_the_r_bit() {
+    let m = decode(&server_private(true).encode());
+    assert_eq!(
+        (m.send_size, m.recv_size, m.remote_invalidate),
+        (SEND_SIZE, RECV_SIZE, true)
+    );
+    assert!(!decode(&server_private(false).encode()).remote_invalidate);
+}
+
+#[test]
+fn inline_replies_respect_the_clients_receive_size() {
+    let c = |recv| CmPrivate {
+        remote_invalidate: false,
+        send_size: 1024,
+        recv_size: recv,
+    };
+    // A client with the default 1024-byte buffers gets no more than 1024.
+    assert_eq!(max_inline_reply(&c(1024)), 1024);
+    assert_eq!(max_inline_reply(&c(2048)), 2048);
+    // Never more than we send inline.
+    assert_eq!(max_inline_reply(&c(262_144)), SEND_SIZE);
+    assert_eq!(max_inline_reply(&CmPrivate::DEFAULT), 1024);
+}

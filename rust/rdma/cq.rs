@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues (`struct ib_cq`), polled from a workqueue.
+//!
+//! Each work request carries an `ib_cqe` whose `done` callback the CQ calls
+//! with the completion; the callback finds its context from the `ib_cqe`.
+
+use core::ptr::NonNull;
+
+use kernel::prelude::*;
+
+use super::Device;
+use crate::bindings;
+
+/// A completion queue, freed when dropped.
+///
+/// # Invariants
+///
+/// `ptr` is a live CQ from `ib_alloc_cq_any()`, owned by this value.
+pub(crate) struct Cq {
+    ptr: NonNull<bindings::ib_cq>,
+}
+
+// SAFETY: CQs are not tied to a thread.
+unsafe impl Send for Cq {}
+// SAFETY: `&Cq` offers no operation.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// Allocates a CQ of `entries` completions on `dev`, polled in a
+    /// workqueue (completion callbacks may sleep briefly and take mutexes
+    /// no interrupt handler takes).
+    pub(crate) fn new(dev: &Device<'_>, entries: u32) -> Result<Self> {
+        let n = i32::try_from(entries).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` is a live device; no private context is used.
+        let ptr = unsafe {
+            bindings::svcrdma_rs_alloc_cq(
+                dev.as_ptr(),
+                core::ptr::null_mut(),
+                n,
+                bindings::IB_POLL_WORKQUEUE,
+            )
+        };
+        let ptr = kernel::error::from_err_ptr(ptr)?;
+        // INVARIANT: allocated above, now owned.
+        NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
+    /// The C object.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: live and ours (invariant); the QP using it was destroyed
+        // first (field order of the owner), so no completion is pending.
+        unsafe { bindings::ib_free_cq(self.as_ptr()) };
+    }
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connection requests, and accepting them.
+//!
+//! On `CONNECT_REQUEST` (in the CM's handler, on the listener's behalf) we
+//! read the client's RFC 8797 private data, note the device, and decide the
+//! connection's memory model from the device and the module parameters. A
+//! connection that would need a forbidden model is rejected right there,
+//! with one log line, and nothing is allocated for it. Otherwise it waits in
+//! the listener's queue until an nfsd thread calls `xpo_accept`
+//! ([`accept`]), which builds the connection's RDMA resources and sends our
+//! own private data in the CM accept.
+
+use kernel::{
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+};
+
+use super::{
+    connection::{conn_handler, qp_event, Connection, Resources},
+    frmr::FrmrPool,
+    listener::Listener,
+    ops::CLASS,
+    recv::RecvRing,
+    registry::{ConnAttrs, DevName},
+};
+use crate::{
+    bindings,
+    log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
+    params,
+    proto::{
+        addr::SockAddr,
+        cm_private,
+        inline::{server_private, Depths},
+        memreg::{decide, Model},
+    },
+    rdma::{
+        cm::{CmEvent, CmId, CmIdRef},
+        qp::{Qp, QpCaps},
+        Cq, Pd,
+    },
+};
+
+/// A connection request waiting to be accepted.
+pub(crate) struct Pending {
+    /// First: dropped first, so its handler (which uses the rest) is done.
+    cm_id: CmId,
+    attrs: ConnAttrs,
+    /// RDMA Reads the client accepts from us at once.
+    ord: u8,
+    /// The request died (disconnect, device removal) before accept.
+    gone: Atomic<bool>,
+}
+
+/// Formats an optional peer address.
+struct Peer(Option<SockAddr>);
+
+impl kernel::fmt::Display for Peer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(a) => core::fmt::Display::fmt(a, f),
+            None => f.write_str("(unknown address)"),
+        }
+    }
+}
+
+/// Handles `CONNECT_REQUEST` on `listener`: returns what the CM handler
+/// returns (0: we keep the new id; 1: the CM destroys it, refusing).
+///
+/// # Safety
+///
+/// `id` and `event` must be those of a running `CONNECT_REQUEST` handler.
+pub(super) unsafe fn connect_request(
+    listener: &Listener,
+    id: CmIdRef<'_>,
+    event: &CmEvent<'_>,
+) -> c_int {
+    let client = cm_private::decode(event.private_data());
+    let peer = id.peer();
+    let Some(dev) = id.device() else {
+        id.reject();
+        return 1;
+    };
+    let name = DevName::new(dev.name());
+    let transport = dev.transport();
+    let raw_caps = dev.caps();
+    listener.registry().note_device(name, transport, raw_caps);
+    let caps = params::caps_override().apply(raw_caps);
+    let model = match decide(transport, &caps, params::memreg(), params::dma_mr()) {
+        Ok(m) => m,
+        Err(why) => {
+            pr_warn_ratelimited!(
+                "refusing connection from {} on {} ({}): {}\n",
+                Peer(peer),
+                name,
+                transport.name(),
+                Show(why)
+            );
+            id.reject();
+            return 1;
+        }
+    };
+    let attrs = ConnAttrs {
+        peer,
+        device: name,
+        transport,
+        model,
+        client,
+        server_r: model.r_bit(),
+        credits: 0,
+        frmr_pool: 0,
+    };
+    // Allocate before taking the id: an error after `adopt` would have to
+    // destroy the id inside its own handler, which deadlocks.
+    let Ok(slot) = KBox::<Pending>::new_uninit(GFP_KERNEL) else {
+        pr_warn_ratelimited!("refusing connection from {}: out of memory\n", Peer(peer));
+        id.reject();
+        return 1;
+    };
+    let ord = event.initiator_depth();
+    let queued = listener.queue_request(|| {
+        let pending = KBox::write(
+            slot,
+            Pending {
+                // SAFETY: this is the id of a CONNECT_REQUEST and we return 0
+                // once it is queued; `queue_request` cannot fail after
+                // calling us, so the id is never dropped in this handler.
+                cm_id: unsafe { id.adopt() },
+                attrs,
+                ord,
+                gone: Atomic::new(false),
+            },
+        );
+        // SAFETY: we are in the id's handler; the pending request lives in a
+        // box that outlives the id's use of it (the id is its first field,
+        // dropped first), or until accept re-points the id.
+        unsafe {
+            id.repoint_in_handler(
+                pending_handler,
+                core::ptr::from_ref::<Pending>(&pending).cast_mut().cast(),
+            )
+        };
+        pending
+    });
+    if queued.is_err() {
+        pr_warn_ratelimited!("refusing connection from {}: out of memory\n", Peer(peer));
+        id.reject();
+        return 1;
+    }
+    0
+}
+
+/// CM events on a request still waiting in the queue.
+///
+/// # Safety
+///
+/// Called by the RDMA CM only, for an id whose context is its live
+/// `Pending` (set in [`connect_request`]).
+unsafe extern "C" fn pending_handler(
+    id: *mut bindings::rdma_cm_id,
+    event: *mut bindings::rdma_cm_event,
+) -> c_int {
+    // SAFETY: the CM passes a live id and event for the call's duration.
+    let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
+    // SAFETY: the context is the live pending request (function contract).
+    let p = unsafe { &*id.context().cast::<Pending>() };
+    match event.kind() {
+        bindings::RDMA_CM_EVENT_DISCONNECTED
+        | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL
+        | bindings::RDMA_CM_EVENT_CONNECT_ERROR
+        | bindings::RDMA_CM_EVENT_REJECTED
+        | bindings::RDMA_CM_EVENT_UNREACHABLE
+        | bindings::RDMA_CM_EVENT_TIMEWAIT_EXIT => p.gone.store(true, Relaxed),
+        _ => {}
+    }
+    0
+}
+
+/// `xpo_accept` on a listener: builds and accepts the oldest live request.
+/// Returns the new transport, or null when there is none (or it failed).
+pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
+    while let Some(p) = listener.dequeue() {
+        if p.gone.load(Relaxed) {
+            // Destroying the id (not in its handler: we are an nfsd thread).
+            drop(p);
+            continue;
+        }
+        let (peer, device) = (p.attrs.peer, p.attrs.device);
+        return match establish(listener, p) {
+            Ok(x) => x,
+            Err(e) => {
+                pr_warn_ratelimited!(
+                    "connection from {} on {} failed: error {}\n",
+                    Peer(peer),
+                    device,
+                    e.to_errno()
+                );
+                core::ptr::null_mut()
+            }
+        };
+    }
+    core::ptr::null_mut()
+}
+
+/// Builds the connection for `p` and accepts it.
+fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc_xprt> {
+    let dev = p.cm_id.device().ok_or(ENODEV)?;
+    let attrs = dev.attrs();
+    let depths = Depths::for_device(attrs.max_qp_wr, attrs.max_cqe).ok_or(EINVAL)?;
+    let ord = u32::from(p.ord).min(attrs.max_qp_init_rd_atom);
+    let ord = u8::try_from(ord).map_err(|_| EINVAL)?;
+    if ord == 0 {
+        // We could never RDMA Read from this client.
+        return Err(EINVAL);
+    }
+    let model = p.attrs.model;
+    let pd = Pd::new(&dev, model.unsafe_global_rkey())?;
+    let send_cq = Cq::new(&dev, depths.send_wr)?;
+    let recv_cq = Cq::new(&dev, depths.recv_wr)?;
+    let frmrs = match model {
+        Model::Frmr { .. } => Some(FrmrPool::new(
+            &pd,
+            depths.credits,
+            dev.caps().max_fast_reg_page_list_len,
+            attrs.max_mr,
+        )?),
+        _ => None,
+    };
+
+    let registry = listener.registry().clone();
+    let conn = KBox::pin_init(
+        Connection::new(registry, p.attrs, depths.recv_buffers as usize),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: the connection is never moved out of its box.
+    let c = KBox::into_raw(unsafe { Pin::into_inner_unchecked(conn) });
+    // SAFETY: `c` is live and ours until sunrpc takes it.
+    let conn = unsafe { &*c };
+    let lx = listener.xprt();
+    // SAFETY: first and only init, before anything else sees the object; the
+    // listener's namespace and service are live, and our class registered.
+    // From here on the object is freed through sunrpc's reference count.
+    unsafe { conn.xprt().init(lx.net(), CLASS.as_ptr(), lx.serv()) };
+    // SAFETY: the id's addresses are valid `sockaddr_storage`s of a bound
+    // id; sunrpc has not seen the transport yet.
+    unsafe {
+        conn.xprt().set_remote(p.cm_id.dst_sockaddr());
+        conn.xprt().set_local(p.cm_id.src_sockaddr());
+    }
+
+    // The QP and buffers refer to `conn`; on failure they are dropped
+    // before `conn` is released.
+    let built = (|| -> Result<(Qp, RecvRing)> {
+        let caps = QpCaps {
+            send_wr: depths.send_wr,
+            recv_wr: depths.recv_wr,
+            send_sge: attrs.max_send_sge.min(8),
+            recv_sge: 1,
+        };
+        // SAFETY: the id, PD and CQs outlive the QP (all end up in
+        // `Resources`, which drops the QP first); `conn` outlives both.
+        let (qp, _) =
+            unsafe { Qp::new(&p.cm_id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) }?;
+        // SAFETY: the device lives while the id does; `conn` outlives the
+        // ring's completions (the QP is drained before the ring drops).
+        let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
+        recv.post_all(&qp)?;
+        Ok((qp, recv))
+    })();
+    let (qp, recv) = match built {
+        Ok(b) => b,
+        Err(e) => {
+            drop((frmrs, send_cq, recv_cq, pd));
+            // The pending request (and its id) goes before the connection.
+            drop(p);
+            // SAFETY: initialized, never handed to sunrpc, one reference;
+            // nothing refers to `conn` any more.
+            unsafe { conn.xprt().put_failed() };
+            return Err(e);
+        }
+    };
+
+    // From now on the id's events concern the connection. This is done
+    // while the pending request is still allocated: until the id is
+    // re-pointed (under its handler lock), a late event may still reach
+    // `pending_handler` with the request as context.
+    let ours = server_private(p.attrs.server_r).encode();
+    // SAFETY: `conn` outlives the id (the id ends up in `Resources`, whose
+    // last field it is); we are not in the id's handler.
+    let accepted = unsafe {
+        p.cm_id
+            .repoint_and_accept(conn_handler, c.cast(), &ours, ord)
+    };
+    let Pending { cm_id, attrs, .. } = KBox::into_inner(p);
+    let info = ConnAttrs {
+        credits: depths.credits,
+        frmr_pool: frmrs.as_ref().map_or(0, |f| f.len()),
+        ..attrs
+    };
+    conn.set_res(Resources {
+        qp,
+        recv,
+        _frmrs: frmrs,
+        _send_cq: send_cq,
+        _recv_cq: recv_cq,
+        _pd: pd,
+        cm_id,
+    });
+    if let Err(e) = accepted {
+        // SAFETY: initialized, never handed to sunrpc, one reference; the
+        // resources go with the connection, the id last.
+        unsafe { conn.xprt().put_failed() };
+        return Err(e);
+    }
+    if let Err(e) = conn.publish(info) {
+        pr_warn!(
+            "connection {}: sysfs entry not created: error {}\n",
+            conn.id,
+            e.to_errno()
+        );
+    }
+    pr_info_ratelimited!(
+        "connection {} from {} on {} ({}): {}\n",
+        conn.id,
+        Peer(info.peer),
+        info.device,
+        info.transport.name(),
+        info.model.log_text()
+    );
+    Ok(conn.xprt().as_ptr())
+}

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Module-wide state: the sysfs tree `/sys/kernel/svcrdma_rs/`, the devices
+//! that have carried a connection, and connection ids.
+//!
+//! ```text
+//! /sys/kernel/svcrdma_rs/devices/<ibdev>/{transport,memreg,fast_reg,...}
+//! /sys/kernel/svcrdma_rs/connections/<id>/{peer,device,memreg,...}
+//! ```
+//!
+//! The files are documented in `Documentation/ABI/sysfs-kernel-svcrdma_rs`.
+
+use core::{
+    fmt,
+    sync::atomic::{AtomicPtr, Ordering},
+};
+
+use kernel::{
+    new_mutex,
+    prelude::*,
+    str::CString,
+    sync::{
+        atomic::{ordering::Relaxed, Atomic},
+        Arc, ArcBorrow, Mutex,
+    },
+};
+
+use crate::{
+    params,
+    proto::{
+        addr::SockAddr,
+        cm_private::CmPrivate,
+        memreg::{decide, DeviceCaps, Model, Transport},
+    },
+    sysfs::{sysfs_ktype, Attrs, Dir, KType, Parent, ShowFn},
+};
+
+/// The most bytes of a device name we keep (`IB_DEVICE_NAME_MAX`).
+const NAME_MAX: usize = 64;
+
+/// A device name, copied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DevName {
+    len: usize,
+    buf: [u8; NAME_MAX],
+}
+
+impl DevName {
+    /// Copies `name` (truncated to 63 bytes).
+    pub(crate) fn new(name: &CStr) -> Self {
+        let b = name.to_bytes();
+        let len = b.len().min(NAME_MAX - 1);
+        let mut buf = [0u8; NAME_MAX];
+        buf[..len].copy_from_slice(&b[..len]);
+        Self { len, buf }
+    }
+
+    /// The name's bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The name as a C string (for directory names).
+    fn to_cstring(self) -> Result<CString> {
+        CString::try_from_fmt(fmt!("{}", self))
+    }
+}
+
+impl fmt::Display for DevName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Device names are ASCII; show anything else escaped.
+        for &b in self.as_bytes() {
+            if b.is_ascii_graphic() {
+                fmt::Write::write_char(f, char::from(b))?;
+            } else {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl kernel::fmt::Display for DevName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// What `/sys/kernel/svcrdma_rs/devices/<ibdev>/` shows.
+pub(crate) struct DeviceAttrs {
+    name: DevName,
+    transport: Transport,
+    /// As the device reports them; test overrides apply when shown.
+    caps: DeviceCaps,
+}
+
+impl DeviceAttrs {
+    fn effective(&self) -> DeviceCaps {
+        params::caps_override().apply(self.caps)
+    }
+}
+
+impl Attrs for DeviceAttrs {
+    const FILES: &'static [(&'static CStr, ShowFn<Self>)] = &[
+        (c"transport", |d, w| w.write_str(d.transport.name())),
+        (c"memreg", |d, w| {
+            // The model the device's next connection gets, with the
+            // parameters as they are now.
+            match decide(
+                d.transport,
+                &d.effective(),
+                params::memreg(),
+                params::dma_mr(),
+            ) {
+                Ok(m) => w.write_str(m.name()),
+                Err(_) => w.write_str("refused"),
+            }
+        }),
+        (c"fast_reg", |d, w| {
+            write!(w, "{}", u8::from(d.effective().fast_reg))
+        }),
+        (c"local_dma_lkey", |d, w| {
+            write!(w, "{}", u8::from(d.effective().local_dma_lkey))
+        }),
+        (c"max_fast_reg_page_list_len", |d, w| {
+            write!(w, "{}", d.caps.max_fast_reg_page_list_len)
+        }),
+        (c"read_with_invalidate", |d, w| {
+            write!(w, "{}", u8::from(d.caps.read_with_inv))
+        }),
+    ];
+
+    fn ktype() -> &'static KType<Self> {
+        sysfs_ktype!(DeviceAttrs)
+    }
+}
+
+/// What `/sys/kernel/svcrdma_rs/connections/<id>/` shows (fixed at accept).
+#[derive(Clone, Copy)]
+pub(crate) struct ConnAttrs {
+    pub(crate) peer: Option<SockAddr>,
+    pub(crate) device: DevName,
+    pub(crate) transport: Transport,
+    pub(crate) model: Model,
+    /// What the client's RFC 8797 private data said (or the defaults).
+    pub(crate) client: CmPrivate,
+    /// Our R bit.
+    pub(crate) server_r: bool,
+    /// Credits granted.
+    pub(crate) credits: u32,
+    /// MRs in the connection's FRMR pool (0 unless the model is FRMR).
+    pub(crate) frmr_pool: usize,
+}
+
+impl ConnAttrs {
+    /// Send With Invalidate may be used: both peers set R (RFC 8797 §4).
+    pub(crate) fn remote_invalidate(&self) -> bool {
+        self.client.remote_invalidate && self.server_r
+    }
+}
+
+impl Attrs for ConnAttrs {
+    const FILES: &'static [(&'static CStr, ShowFn<Self>)] = &[
+        (c"peer", |c, w| match &c.peer {
+            Some(a) => write!(w, "{a}"),
+            None => w.write_str("unknown"),
+        }),
+        (c"device", |c, w| write!(w, "{}", c.device)),
+        (c"transport", |c, w| w.write_str(c.transport.name())),
+        (c"memreg", |c, w| w.write_str(c.model.name())),
+        (c"client_send_size", |c, w| {
+            write!(w, "{}", c.client.send_size)
+        }),
+        (c"client_recv_size", |c, w| {
+            write!(w, "{}", c.client.recv_size)
+        }),
+        (c"client_remote_invalidate", |c, w| {
+            write!(w, "{}", u8::from(c.client.remote_invalidate))
+        }),
+        (c"remote_invalidate", |c, w| {
+            write!(w, "{}", u8::from(c.remote_invalidate()))
+        }),
+        (c"credits", |c, w| write!(w, "{}", c.credits)),
+        (c"frmr_pool", |c, w| write!(w, "{}", c.frmr_pool)),
+    ];
+
+    fn ktype() -> &'static KType<Self> {
+        sysfs_ktype!(ConnAttrs)
+    }
+}
+
+/// Module-wide state; reached through [`registry()`].
+#[pin_data]
+pub(crate) struct Registry {
+    /// Devices that have carried a connection.
+    #[pin]
+    devices: Mutex<KVec<Dir<DeviceAttrs>>>,
+    next_conn_id: Atomic<u64>,
+    devices_dir: Parent,
+    conns_dir: Parent,
+    /// `/sys/kernel/svcrdma_rs` (dropped last: it holds the others).
+    _root: Parent,
+}
+
+/// The registry of the loaded module (an `Arc` leaked by [`install`]).
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Creates the registry and its sysfs tree. The returned handle removes
+/// them when dropped, after which [`registry()`] is `None`.
+pub(crate) fn install() -> Result<Installed> {
+    let root = Parent::under_kernel(c"svcrdma_rs")?;
+    let devices_dir = root.child(c"devices")?;
+    let conns_dir = root.child(c"connections")?;
+    let reg = Arc::pin_init(
+        try_pin_init!(Registry {
+            devices <- new_mutex!(KVec::new()),
+            next_conn_id: Atomic::new(1),
+            devices_dir,
+            conns_dir,
+            _root: root,
+        }),
+        GFP_KERNEL,
+    )?;
+    let raw = Arc::into_raw(reg).cast_mut();
+    REGISTRY.store(raw, Ordering::Release);
+    Ok(Installed)
+}
+
+/// Ownership of the installed registry.
+pub(crate) struct Installed;
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let raw = REGISTRY.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !raw.is_null() {
+            // SAFETY: `raw` came from `Arc::into_raw` in `install`, and was
+            // taken out of `REGISTRY` exactly once (the swap).
+            drop(unsafe { Arc::from_raw(raw) });
+        }
+    }
+}
+
+/// The module's registry, while it is installed.
+pub(crate) fn registry() -> Option<Arc<Registry>> {
+    let raw = REGISTRY.load(Ordering::Acquire);
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `REGISTRY` holds a reference leaked by `install`,
+    // released only by `Installed::drop` after the transport class is
+    // unregistered and every transport (each holding its own `Arc`) is gone;
+    // callers run from transports or from the class, so it is still held.
+    Some(unsafe { ArcBorrow::from_raw(raw) }.into())
+}
+
+impl Registry {
+    /// A new connection id (never reused while the module is loaded).
+    pub(crate) fn next_conn_id(&self) -> u64 {
+        self.next_conn_id.fetch_add(1, Relaxed)
+    }
+
+    /// Records that `name` carried a connection, with these properties:
+    /// creates or refreshes its sysfs directory.
+    pub(crate) fn note_device(&self, name: DevName, transport: Transport, caps: DeviceCaps) {
+        let mut devs = self.devices.lock();
+        if let Some(i) = devs.iter().position(|d| d.data().name == name) {
+            let d = devs[i].data();
+            if d.transport == transport && d.caps == caps {
+                return;
+            }
+            // The same name now has other properties (re-created device).
+            drop(devs.remove(i));
+        }
+        let dir = name.to_cstring().and_then(|n| {
+            Dir::new(
+                &self.devices_dir,
+                &n,
+                DeviceAttrs {
+                    name,
+                    transport,
+                    caps,
+                },
+            )
+        });
+        let added = dir.and_then(|d| devs.push(d, GFP_KERNEL).map_err(|_| ENOMEM));
+        if let Err(e) = added {
+            pr_warn!(
+                "sysfs entry for device {} not created: error {}\n",
+                name,
+                e.to_errno()
+            );
+        }
+    }
+
+    /// Creates `connections/<id>/`.
+    pub(crate) fn add_connection(&self, id: u64, attrs: ConnAttrs) -> Result<Dir<ConnAttrs>> {
+        let name = CString::try_from_fmt(fmt!("{id}"))?;
+        Dir::new(&self.conns_dir, &name, attrs)
+    }
+}

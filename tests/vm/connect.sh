@@ -1,0 +1,285 @@
+#!/bin/bash
+# The connection-establishment suite (runs inside the VM): RFC 8797 private
+# data decoding, the memory model chosen for every memreg x dma_mr x device
+# capability combination on soft-RoCE and soft-iWARP (or the refusal), the
+# parameters' validation, sysfs and dmesg, and a real NFS client connecting.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+
+KO=$ROOT/svcrdma_rs.ko
+NAME=rdma_rs
+PORT=20049
+P=/sys/module/svcrdma_rs/parameters
+S=/sys/kernel/svcrdma_rs
+CM=/tmp/cm_connect
+IP=
+
+setup() {
+	gcc -O2 -Wall -o $CM "$ROOT/tests/tools/cm_connect.c" -lrdmacm -libverbs || fail "cannot build cm_connect"
+	modprobe -a sunrpc ib_core rdma_cm
+	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
+	nfsd_prepare
+	nfsd_listen $NAME $PORT || fail "listener failed"
+	nfsd_listen tcp 2049
+	nfsd_start 2
+	IP=$(guest_ip)
+	echo "$IP" >/tmp/guest_ip
+}
+
+# connect HEX: connects with that private data and holds the connection;
+# sets CONN (the new sysfs directory) and SERVER_PD (the server's private
+# data), or RESULT=REJECTED/ERROR. release_conn ends it.
+connect() {
+	local hex=$1 before after i
+	IP=$(cat /tmp/guest_ip)
+	before=$(ls $S/connections 2>/dev/null | sort -n | tail -n 1)
+	rm -f /tmp/release /tmp/cm.out
+	$CM ${hex:+-p "$hex"} -t 60 -u /tmp/release "$IP" $PORT >/tmp/cm.out 2>&1 &
+	CM_PID=$!
+	RESULT= CONN= SERVER_PD=
+	for ((i = 0; i < 100; i++)); do
+		grep -q . /tmp/cm.out 2>/dev/null && break
+		sleep 0.3
+	done
+	RESULT=$(cut -d' ' -f1 /tmp/cm.out)
+	case $RESULT in
+	ESTABLISHED)
+		SERVER_PD=$(sed -n 's/^ESTABLISHED private=//p' /tmp/cm.out | cut -c1-16)
+		for ((i = 0; i < 50; i++)); do
+			after=$(ls $S/connections 2>/dev/null | sort -n | tail -n 1)
+			[ -n "$after" ] && [ "$after" != "$before" ] && break
+			sleep 0.2
+		done
+		CONN=$S/connections/$after
+		;;
+	*) wait $CM_PID || true ;;
+	esac
+}
+
+release_conn() {
+	touch /tmp/release
+	wait $CM_PID 2>/dev/null
+	# The server's side goes when it sees the disconnect.
+	[ -z "$CONN" ] || wait_for 20 test ! -d "$CONN" || fail "$CONN not removed after disconnect"
+}
+
+# check_pd NAME HEX SEND RECV R: connect with HEX, expect the decoding.
+check_pd() {
+	local name=$1 hex=$2 send=$3 recv=$4 r=$5 got
+	connect "$hex"
+	[ "$RESULT" = ESTABLISHED ] || fail "$name: connection not established: $(cat /tmp/cm.out)"
+	got="$(cat $CONN/client_send_size) $(cat $CONN/client_recv_size) $(cat $CONN/client_remote_invalidate) $(cat $CONN/remote_invalidate)"
+	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
+	# The server sets R (FRMR on rxe): remote invalidation iff the client did.
+	[ "$got" = "$send $recv $r $r" ] || fail "$name: got '$got', want '$send $recv $r $r'"
+	release_conn
+}
+
+t_setup_rxe() {
+	rdma_add rxe rxe0
+	setup
+}
+
+# zeros N: N zero bytes, in hex.
+zeros() { printf '%0*d' $(($1 * 2)) 0; }
+
+# private_data_cases PAD: PAD is the length the transport pads private data
+# to (IB/RoCE CM: 56 bytes of zeros follow what was sent), or 0 (iWARP MPA
+# delivers exactly what was sent). The decoding is that of the buffer the
+# server receives.
+private_data_cases() {
+	local pad=$1 id=f6ab0e18
+	check_pd none "" 1024 1024 0
+	check_pd offset0 ${id}01010307 4096 8192 1
+	check_pd behind_prefix aabbcc${id}010000ff 1024 262144 0
+	check_pd behind_mpa_like_prefix 0000000000000000${id}01010101 2048 2048 1
+	check_pd wrong_version ${id}02010307 1024 1024 0
+	check_pd version_zero ${id}00010307 1024 1024 0
+	check_pd reserved_bits_r_clear ${id}01fe0101 2048 2048 0
+	check_pd reserved_bits_r_set ${id}01ff0101 2048 2048 1
+	check_pd r_set ${id}01010000 1024 1024 1
+	check_pd r_clear ${id}01000000 1024 1024 0
+	check_pd sizes_0_255 ${id}010100ff 1024 262144 1
+	check_pd sizes_255_0 ${id}0100ff00 262144 1024 0
+	check_pd bad_then_good ${id}09000000${id}01010202 3072 3072 1
+	check_pd no_identifier 0102030405060708090a 1024 1024 0
+	if [ "$pad" -gt 0 ]; then
+		# Truncation can only be seen at the end of the padded buffer: a
+		# message whose 8 octets would run past it falls back to defaults.
+		check_pd truncated_at_end "$(zeros $((pad - 6)))${id}0101" 1024 1024 0
+		check_pd identifier_at_end "$(zeros $((pad - 4)))${id}" 1024 1024 0
+		check_pd message_ending_exactly "$(zeros $((pad - 8)))${id}01010101" 2048 2048 1
+	else
+		check_pd truncated ${id}010103 1024 1024 0
+		check_pd identifier_only $id 1024 1024 0
+		check_pd overrun_behind_prefix 0000${id}01 1024 1024 0
+		check_pd long_buffer "$(zeros 240)${id}01010101" 2048 2048 1
+	fi
+}
+
+t_private_data_decoding_rxe() { private_data_cases 56; }
+t_private_data_decoding_siw() { private_data_cases 0; }
+
+# The table, written out independently of the module's code: what a
+# connection on TRANSPORT with fast reg FR and global lkey LK gets under
+# MEMREG and DMA_MR.
+expected_model() {
+	local transport=$1 fr=$2 memreg=$3 dma=$4 dmamodel allowed
+	case $memreg in
+	frmr) [ "$fr" = 1 ] && echo frmr || echo refused; return ;;
+	auto) [ "$fr" = 1 ] && { echo frmr; return; } ;;
+	esac
+	if [ "$transport" = iwarp ]; then dmamodel=dma_mr_remote_write; else dmamodel=dma_mr; fi
+	case $dma in
+	never) allowed=0 ;;
+	ib_only) [ "$transport" = iwarp ] && allowed=0 || allowed=1 ;;
+	always) allowed=1 ;;
+	esac
+	[ $allowed = 1 ] && echo $dmamodel || echo refused
+}
+
+# matrix DEV TRANSPORT: every memreg x dma_mr x capability combination.
+matrix() {
+	local dev=$1 transport=$2 caps memreg dma fr lk want got line r n=0
+	for caps in "" no_fast_reg local_dma_lkey no_fast_reg,local_dma_lkey; do
+		echo "$caps" >$P/debug_caps || fail "debug_caps=$caps refused"
+		case $caps in *no_fast_reg*) fr=0 ;; *) fr=1 ;; esac
+		case $caps in *local_dma_lkey*) lk=1 ;; *) lk=0 ;; esac
+		for memreg in auto frmr dma_mr; do
+			for dma in never ib_only always; do
+				echo $memreg >$P/memreg && echo $dma >$P/dma_mr || fail "cannot set parameters"
+				want=$(expected_model $transport $fr $memreg $dma)
+				n=$((n + 1))
+				# The device's sysfs says what the next connection gets.
+				if [ -d $S/devices/$dev ]; then
+					got=$(cat $S/devices/$dev/memreg)
+					[ "$got" = "$want" ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: devices/$dev/memreg=$got, want $want"
+					[ "$(cat $S/devices/$dev/fast_reg) $(cat $S/devices/$dev/local_dma_lkey)" = "$fr $lk" ] ||
+						fail "$dev [$caps]: device caps shown wrong"
+				fi
+				dmesg_mark
+				connect ""
+				if [ "$want" = refused ]; then
+					[ "$RESULT" != ESTABLISHED ] || { release_conn; fail "$dev [$caps] memreg=$memreg dma_mr=$dma: accepted, want refused"; }
+					line=$(dmesg_since_mark | grep 'svcrdma_rs: refusing connection')
+					[ "$(echo "$line" | grep -c .)" = 1 ] || fail "$dev [$caps] $memreg/$dma: want one refusal line, got: $line"
+					echo "$line" | grep -q "from $IP:[0-9]* on $dev ($transport)" || fail "refusal line lacks peer/device/transport: $line"
+					if [ $memreg = frmr ]; then
+						echo "$line" | grep -q 'memreg=frmr' || fail "refusal line does not name memreg: $line"
+					else
+						echo "$line" | grep -q "dma_mr=$dma" || fail "refusal line does not name dma_mr=$dma: $line"
+					fi
+				else
+					[ "$RESULT" = ESTABLISHED ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: $(cat /tmp/cm.out), want $want"
+					got=$(cat $CONN/memreg)
+					[ "$got" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$got, want $want"; }
+					[ "$(cat $CONN/device) $(cat $CONN/transport)" = "$dev $transport" ] || fail "connection device/transport wrong"
+					line=$(dmesg_since_mark | grep 'svcrdma_rs: connection [0-9]* from')
+					echo "$line" | grep -q "from $IP:[0-9]* on $dev ($transport)" || fail "accept line lacks peer/device/transport: $line"
+					case $want in
+					frmr) echo "$line" | grep -q 'Using Fast Memory Registration$' || fail "bad line: $line" ;;
+					dma_mr) echo "$line" | grep -q 'Using a Global DMA MR$' || fail "bad line: $line" ;;
+					dma_mr_remote_write) echo "$line" | grep -q 'Using a Global DMA MR (remote write: exposes all server memory)$' || fail "bad line: $line" ;;
+					esac
+					# Our R bit: clear exactly when a remote-write key is exposed.
+					[ $want = dma_mr_remote_write ] && r=00 || r=01
+					[ "$SERVER_PD" = "f6ab0e1801${r}0303" ] || fail "server private data $SERVER_PD, want f6ab0e1801${r}0303"
+					if [ $want = frmr ]; then
+						[ "$(cat $CONN/frmr_pool)" -gt 0 ] || fail "FRMR connection without an MR pool"
+					else
+						[ "$(cat $CONN/frmr_pool)" = 0 ] || fail "DMA MR connection with an MR pool"
+					fi
+					release_conn
+				fi
+				echo "$dev [$caps] memreg=$memreg dma_mr=$dma -> $want"
+				sleep 0.6 # stay within the log rate limit (10 per 5 s)
+			done
+		done
+	done
+	echo "$n combinations"
+	echo >$P/debug_caps
+	echo auto >$P/memreg
+	echo ib_only >$P/dma_mr
+}
+
+t_matrix_rxe() { matrix rxe0 roce; }
+
+t_device_sysfs() {
+	[ "$(cat $S/devices/rxe0/transport)" = roce ] || fail "rxe0 transport"
+	[ "$(cat $S/devices/rxe0/fast_reg)" = 1 ] || fail "rxe0 reports no fast reg"
+	[ "$(cat $S/devices/rxe0/local_dma_lkey)" = 0 ] || fail "rxe0 reports a global lkey"
+	[ "$(cat $S/devices/rxe0/max_fast_reg_page_list_len)" -gt 0 ] || fail "rxe0 page list len"
+	[ "$(cat $S/devices/rxe0/memreg)" = frmr ] || fail "rxe0 next model not frmr under defaults"
+}
+
+t_parameters_validated() {
+	local p v
+	for p in memreg dma_mr; do
+		v=$(cat $P/$p)
+		dmesg_mark
+		if echo bogus >$P/$p 2>/dev/null; then fail "$p=bogus accepted"; fi
+		[ "$(cat $P/$p)" = "$v" ] || fail "$p changed after a bad write"
+		dmesg_since_mark | grep -q "svcrdma_rs: $p=\"bogus\" refused" || fail "no clear line for a bad $p"
+	done
+	if echo fast_reg >$P/debug_caps 2>/dev/null; then fail "debug_caps=fast_reg accepted"; fi
+	[ "$(cat $P/memreg) $(cat $P/dma_mr)" = "auto ib_only" ] || fail "defaults are not auto/ib_only"
+	modinfo "$KO" | grep -q '^parm: *memreg:' || fail "memreg not documented in modinfo"
+	modinfo "$KO" | grep -q '^parm: *dma_mr:.*ib_only' || fail "dma_mr not documented in modinfo"
+}
+
+t_real_nfs_client_connects() {
+	IP=$(cat /tmp/guest_ip)
+	modprobe rpcrdma
+	mkdir -p /mnt/x
+	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,soft,timeo=20,retrans=1 "$IP:/" /mnt/x &
+	local mpid=$! c found=
+	for ((i = 0; i < 120; i++)); do
+		for c in $S/connections/*; do
+			[ -f "$c/peer" ] || continue
+			# The Linux client sends RFC 8797 private data: 4 KiB both ways, R set.
+			if [ "$(cat $c/client_send_size) $(cat $c/client_recv_size) $(cat $c/client_remote_invalidate)" = "4096 4096 1" ]; then
+				found=$c
+				break 2
+			fi
+		done
+		sleep 0.5
+	done
+	[ -n "$found" ] || { kill $mpid 2>/dev/null; fail "no connection from the NFS client in sysfs"; }
+	grep . $found/*
+	grep -q "^$IP:" $found/peer || fail "peer is not the client's address"
+	[ "$(cat $found/memreg)" = frmr ] || fail "NFS client connection is not FRMR"
+	[ "$(cat $found/remote_invalidate)" = 1 ] || fail "both R bits set, but remote_invalidate is 0"
+	kill $mpid 2>/dev/null || true
+	wait $mpid 2>/dev/null || true
+	umount -f /mnt/x 2>/dev/null || true
+}
+
+t_siw_matrix() {
+	# One soft device at a time: both would claim the same address.
+	rdma_del rxe0
+	wait_for 20 sh -c "! ls $S/connections/* >/dev/null 2>&1" || fail "connections remain after rxe0 was deleted"
+	rdma_add siw siw0
+	matrix siw0 iwarp
+	[ "$(cat $S/devices/siw0/transport)" = iwarp ] || fail "siw0 transport"
+	[ "$(cat $S/devices/siw0/read_with_invalidate)" = 1 ] || fail "siw0 read with invalidate"
+}
+
+t_teardown_clean() {
+	dmesg_mark
+	nfsd_stop
+	wait_for 20 rmmod svcrdma_rs || fail "rmmod failed"
+	[ ! -d $S ] || fail "$S remains after rmmod"
+	dmesg_clean_since_mark
+}
+
+t_run setup_rxe t_setup_rxe
+t_run private_data_decoding_rxe t_private_data_decoding_rxe
+t_run device_sysfs t_device_sysfs
+t_run parameters_validated t_parameters_validated
+t_run matrix_rxe t_matrix_rxe
+t_run real_nfs_client_connects t_real_nfs_client_connects
+t_run siw_matrix t_siw_matrix
+t_run private_data_decoding_siw t_private_data_decoding_siw
+t_run teardown_clean t_teardown_clean
+t_summary

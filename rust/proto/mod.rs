@@ -15,4 +15,5 @@ pub mod cm_private;
 pub mod inline;
 pub mod memreg;
 pub mod ratelimit;
+pub mod rpcrdma;
 pub mod xprt_name;

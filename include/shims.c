@@ -146,3 +146,58 @@ void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt)
 {
 	rpc_set_port((struct sockaddr *)&xprt->xpt_remote, 0);
 }
+
+/* Data path: posting chains, DMA mapping of pages, fast registration. */
+
+int svcrdma_rs_post_send_chain(struct ib_qp *qp, const struct ib_send_wr *wr,
+			       const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+void *svcrdma_rs_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
+			    unsigned long offset, size_t size,
+			    enum dma_data_direction dir)
+{
+	return ib_dma_map_page(dev, page, offset, size, dir);
+}
+
+void svcrdma_rs_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir)
+{
+	ib_dma_unmap_page(dev, addr, size, dir);
+}
+
+void svcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
+			    unsigned int len, unsigned int offset)
+{
+	sg_set_page(sg, page, len, offset);
+}
+
+int svcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void svcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+u32 svcrdma_rs_mr_refresh_key(struct ib_mr *mr)
+{
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	return mr->rkey;
+}
+
+void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp)
+{
+	set_bit(RQ_SECURE, &rqstp->rq_flags);
+}

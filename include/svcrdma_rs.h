@@ -60,6 +60,24 @@ void svcrdma_rs_xprt_get(struct svc_xprt *xprt);
 void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit);
 void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt);
 
+/* shims.c: data path */
+int svcrdma_rs_post_send_chain(struct ib_qp *qp, const struct ib_send_wr *wr,
+			       const struct ib_send_wr **bad_wr);
+void *svcrdma_rs_page_address(struct page *page);
+u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
+			    unsigned long offset, size_t size,
+			    enum dma_data_direction dir);
+void svcrdma_rs_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+			       enum dma_data_direction dir);
+void svcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
+			    unsigned int len, unsigned int offset);
+int svcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			  int nents, enum dma_data_direction dir);
+void svcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir);
+u32 svcrdma_rs_mr_refresh_key(struct ib_mr *mr);
+void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp);
+
 /* shims.c: time */
 u64 svcrdma_rs_now_ms(void);
 

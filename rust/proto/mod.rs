@@ -13,6 +13,7 @@
 pub mod addr;
 pub mod cm_private;
 pub mod inline;
+pub mod layout;
 pub mod memreg;
 pub mod ratelimit;
 pub mod rpcrdma;

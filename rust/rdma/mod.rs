@@ -7,9 +7,11 @@ mod addr;
 pub(crate) mod cm;
 mod cq;
 mod device;
+pub(crate) mod dma;
 pub(crate) mod mr;
 mod pd;
 pub(crate) mod qp;
+pub(crate) mod wr;
 
 pub(crate) use addr::sockaddr_to_proto;
 pub(crate) use cq::Cq;

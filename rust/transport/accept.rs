@@ -39,6 +39,7 @@ use crate::{
         qp::{Qp, QpCaps},
         Cq, Pd,
     },
+    sunrpc::Flag,
 };
 
 /// A connection request waiting to be accepted.
@@ -176,6 +177,9 @@ unsafe extern "C" fn pending_handler(
     0
 }
 
+/// Scatter/gather entries per work request we use at most.
+const MAX_SEND_SGE: u32 = 8;
+
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
 /// Returns the new transport, or null when there is none (or it failed).
 pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
@@ -247,27 +251,41 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         conn.xprt().set_remote(p.cm_id.dst_sockaddr());
         conn.xprt().set_local(p.cm_id.src_sockaddr());
     }
+    // RDMA's reliable connections provide congestion control (NFSv4 needs
+    // it of a transport).
+    conn.xprt().set_flag(Flag::CongCtrl);
 
     // The QP and buffers refer to `conn`; on failure they are dropped
     // before `conn` is released.
-    let built = (|| -> Result<(Qp, RecvRing)> {
+    let send_sge = attrs.max_send_sge.min(MAX_SEND_SGE);
+    let max_sge_rd = attrs.max_sge_rd;
+    let built = (|| -> Result<(Qp, RecvRing, QpCaps)> {
         let caps = QpCaps {
             send_wr: depths.send_wr,
             recv_wr: depths.recv_wr,
-            send_sge: attrs.max_send_sge.min(8),
+            send_sge,
             recv_sge: 1,
         };
         // SAFETY: the id, PD and CQs outlive the QP (all end up in
         // `Resources`, which drops the QP first); `conn` outlives both.
-        let (qp, _) =
+        let (qp, got) =
             unsafe { Qp::new(&p.cm_id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) }?;
         // SAFETY: the device lives while the id does; `conn` outlives the
         // ring's completions (the QP is drained before the ring drops).
         let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
+        // Every request a chain posts is signaled: the send queue's slots,
+        // less the one the drain at teardown needs, are what chains hold.
+        conn.init_pools(
+            &dev,
+            got.send_wr.min(depths.send_wr).saturating_sub(1),
+            depths.credits as usize,
+            depths.credits as usize * 4,
+            frmrs.as_ref().map_or(0, |f| f.len()),
+        )?;
         recv.post_all(&qp)?;
-        Ok((qp, recv))
+        Ok((qp, recv, got))
     })();
-    let (qp, recv) = match built {
+    let (qp, recv, got) = match built {
         Ok(b) => b,
         Err(e) => {
             drop((frmrs, send_cq, recv_cq, pd));
@@ -300,12 +318,18 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     conn.set_res(Resources {
         qp,
         recv,
-        _frmrs: frmrs,
+        frmrs,
         _send_cq: send_cq,
         _recv_cq: recv_cq,
-        _pd: pd,
+        pd,
         cm_id,
+        send_sge: got.send_sge.clamp(1, MAX_SEND_SGE),
+        read_sge: match model {
+            Model::DmaMrRemoteWrite => 1,
+            _ => max_sge_rd.clamp(1, MAX_SEND_SGE),
+        },
     });
+
     if let Err(e) = accepted {
         // SAFETY: initialized, never handed to sunrpc, one reference; the
         // resources go with the connection, the id last.

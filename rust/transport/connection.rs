@@ -10,15 +10,16 @@
 //! handler or completion ever sees a half-freed connection.
 
 use kernel::{
-    new_spinlock,
+    new_condvar, new_spinlock,
     prelude::*,
     sync::{
         atomic::{ordering::Relaxed, Atomic},
-        Arc, SetOnce, SpinLock,
+        Arc, CondVar, SetOnce, SpinLock,
     },
 };
 
 use super::{
+    ctxt::CallCtxt,
     frmr::FrmrPool,
     recv::RecvRing,
     registry::{ConnAttrs, Registry},
@@ -40,11 +41,29 @@ use crate::{
 pub(crate) struct Resources {
     pub(crate) qp: Qp,
     pub(crate) recv: RecvRing,
-    pub(crate) _frmrs: Option<FrmrPool>,
+    pub(crate) frmrs: Option<FrmrPool>,
     pub(crate) _send_cq: Cq,
     pub(crate) _recv_cq: Cq,
-    pub(crate) _pd: Pd,
+    pub(crate) pd: Pd,
     pub(crate) cm_id: CmId,
+    /// Send SGEs per work request the QP allows.
+    pub(crate) send_sge: u32,
+    /// SGEs per RDMA Read the device allows.
+    pub(crate) read_sge: u32,
+}
+
+/// The send queue's free slots.
+struct SendQueue {
+    avail: u32,
+    total: u32,
+    closed: bool,
+}
+
+/// The pool of per-RPC contexts.
+struct CtxtPool {
+    free: KVec<KBox<CallCtxt>>,
+    /// Contexts in existence (free or in use).
+    total: usize,
 }
 
 /// A connected transport.
@@ -53,6 +72,18 @@ pub(crate) struct Resources {
 pub(crate) struct Connection {
     /// sunrpc's part (first: shared layout with [`super::Listener`]).
     xprt: SvcXprt,
+    /// Per-RPC contexts (before `res`: they unmap buffers on the device).
+    #[pin]
+    ctxts: SpinLock<CtxtPool>,
+    /// Free send-queue slots.
+    #[pin]
+    sq: SpinLock<SendQueue>,
+    /// FRMR pool entries not in use.
+    #[pin]
+    mr_free: SpinLock<KVec<u16>>,
+    /// Waiters for send-queue slots or MRs.
+    #[pin]
+    room: CondVar,
     /// Set once accept has built them.
     res: SetOnce<Resources>,
     /// Indices of received buffers waiting for `xpo_recvfrom`, oldest
@@ -83,6 +114,17 @@ impl Connection {
         let id = registry.next_conn_id();
         try_pin_init!(Self {
             xprt: SvcXprt::uninit(),
+            ctxts <- new_spinlock!(CtxtPool {
+                free: KVec::new(),
+                total: 0,
+            }),
+            sq <- new_spinlock!(SendQueue {
+                avail: 0,
+                total: 0,
+                closed: false,
+            }),
+            mr_free <- new_spinlock!(KVec::new()),
+            room <- new_condvar!(),
             res: SetOnce::new(),
             ready <- new_spinlock!(KVec::with_capacity(recv_buffers, GFP_KERNEL)?),
             established: Atomic::new(false),
@@ -147,6 +189,168 @@ impl Connection {
     fn fatal(&self) {
         if !self.dying.load(Relaxed) {
             self.xprt.deferred_close();
+        }
+    }
+
+    /// Closes the connection and wakes threads waiting for its resources.
+    pub(crate) fn close(&self) {
+        self.sq.lock().closed = true;
+        // A thread between its check and its sleep holds one of the locks
+        // the waits use: taking both orders the wake-up after its sleep.
+        drop(self.mr_free.lock());
+        self.room.notify_all();
+        self.fatal();
+    }
+
+    /// Sets up the data path's pools once accept has built the resources:
+    /// `sq_slots` send-queue slots, `ctxts` contexts (at most `max_ctxts`
+    /// ever), and the FRMR pool's entries if any.
+    pub(crate) fn init_pools(
+        &self,
+        dev: &crate::rdma::Device<'_>,
+        sq_slots: u32,
+        ctxts: usize,
+        max_ctxts: usize,
+        mrs: usize,
+    ) -> Result {
+        {
+            let mut sq = self.sq.lock();
+            sq.avail = sq_slots;
+            sq.total = sq_slots;
+        }
+        let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
+        for _ in 0..ctxts {
+            // SAFETY: the device outlives the contexts: they are dropped
+            // before `res` (field order), whose CM id holds the device.
+            let c = unsafe { CallCtxt::new(dev) }?;
+            free.push(c, GFP_KERNEL)?;
+        }
+        {
+            let mut pool = self.ctxts.lock();
+            pool.total = free.len();
+            pool.free = free;
+        }
+        let mut ids = KVec::with_capacity(mrs, GFP_KERNEL)?;
+        for i in 0..mrs {
+            ids.push(u16::try_from(i).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        }
+        *self.mr_free.lock() = ids;
+        Ok(())
+    }
+
+    /// Takes `n` send-queue slots, waiting while others hold them.
+    pub(crate) fn sq_reserve(&self, n: u32) -> Result {
+        let mut sq = self.sq.lock();
+        if n > sq.total {
+            return Err(EMSGSIZE);
+        }
+        loop {
+            if sq.closed {
+                return Err(ENOTCONN);
+            }
+            if sq.avail >= n {
+                sq.avail -= n;
+                return Ok(());
+            }
+            self.room.wait(&mut sq);
+        }
+    }
+
+    /// Gives back `n` send-queue slots.
+    pub(crate) fn sq_release(&self, n: u32) {
+        {
+            let mut sq = self.sq.lock();
+            sq.avail = (sq.avail + n).min(sq.total);
+        }
+        self.room.notify_all();
+    }
+
+    /// Takes `n` FRMR pool entries into `out`, waiting while others hold
+    /// them.
+    pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<u16>) -> Result {
+        out.reserve(n, GFP_KERNEL)?;
+        let total = self.res().and_then(|r| r.frmrs.as_ref()).map_or(0, |f| f.len());
+        if n > total {
+            return Err(EMSGSIZE);
+        }
+        let mut free = self.mr_free.lock();
+        loop {
+            if self.sq.lock().closed {
+                return Err(ENOTCONN);
+            }
+            if free.len() >= n {
+                for _ in 0..n {
+                    if let Some(i) = free.pop() {
+                        out.push_within_capacity(i).map_err(|_| ENOMEM)?;
+                    }
+                }
+                return Ok(());
+            }
+            self.room.wait(&mut free);
+        }
+    }
+
+    /// Returns the FRMR pool entries in `held`.
+    pub(crate) fn mrs_give(&self, held: &mut KVec<u16>) {
+        {
+            let mut free = self.mr_free.lock();
+            while let Some(i) = held.pop() {
+                // Capacity for every entry was reserved at creation.
+                let _ = free.push_within_capacity(i);
+            }
+        }
+        self.room.notify_all();
+    }
+
+    /// A context for a new RPC: from the pool, or a new one while the pool
+    /// is below its bound.
+    pub(crate) fn ctxt_get(&self) -> Option<KBox<CallCtxt>> {
+        {
+            let mut pool = self.ctxts.lock();
+            if let Some(mut c) = pool.free.pop() {
+                c.reset();
+                return Some(c);
+            }
+            if pool.total >= pool.free.capacity() {
+                return None;
+            }
+            pool.total += 1;
+        }
+        let dev = self.res().and_then(|r| r.cm_id.device());
+        // SAFETY: as in `init_pools`.
+        let made = dev.map(|d| unsafe { CallCtxt::new(&d) });
+        match made {
+            Some(Ok(c)) => Some(c),
+            _ => {
+                self.ctxts.lock().total -= 1;
+                None
+            }
+        }
+    }
+
+    /// Gives a context back.
+    pub(crate) fn ctxt_put(&self, mut c: KBox<CallCtxt>) {
+        c.reset();
+        if let Some(r) = self.res() {
+            if let Some(f) = r.frmrs.as_ref() {
+                let dev = r.cm_id.device().map(|d| d.as_ptr());
+                for &i in c.mrs.iter() {
+                    if let Some(dev) = dev {
+                        // SAFETY: the context holds entry `i`.
+                        unsafe { f.unmap(dev, i) };
+                    }
+                }
+            }
+        }
+        if !c.mrs.is_empty() {
+            self.mrs_give(&mut c.mrs);
+        }
+        let mut pool = self.ctxts.lock();
+        // Capacity for the bound was reserved at creation.
+        if let Err(c) = pool.free.push_within_capacity(c) {
+            pool.total -= 1;
+            drop(pool);
+            drop(c);
         }
     }
 

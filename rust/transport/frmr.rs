@@ -4,8 +4,18 @@
 //!
 //! Sized once, at accept, from the device's limits: each MR maps up to one
 //! maximal RPC payload (or the device's page-list limit, if smaller), and
-//! there are enough for every credit to have a Read chunk and a Write or
-//! Reply chunk registered at once.
+//! there are enough for every credit to have two sinks registered at once.
+//!
+//! An RDMA Read sink is registered for exactly one Read: a fresh key
+//! (`ib_update_fast_reg_key`), REG_MR, the Read, then invalidation (Read
+//! With Invalidate on iWARP when the device has it, LOCAL_INV otherwise).
+//! The entry goes back to the pool only after the invalidation completed,
+//! so no key stays valid after its RPC.
+//!
+//! Which entries are free is kept by the connection (a pinned lock); an
+//! entry's scatterlist belongs to whoever took the entry.
+
+use core::cell::UnsafeCell;
 
 use kernel::prelude::*;
 
@@ -14,16 +24,31 @@ use crate::{
     rdma::{mr::Mr, Pd},
 };
 
-/// Pages of the largest RPC payload nfsd moves (`RPCSVC_MAXPAGES`), plus one
-/// for a payload that does not start on a page boundary.
+/// Pages of the largest RPC payload nfsd moves, plus one for a payload that
+/// does not start on a page boundary.
 const MAX_PAYLOAD_PAGES: u32 = bindings::RPCSVC_MAXPAYLOAD / 4096 + 1;
-/// MRs per credit: a Read chunk and a Write or Reply chunk in flight.
+/// MRs per credit.
 const MRS_PER_CREDIT: u32 = 2;
+
+/// One MR and the scatterlist it is mapped from.
+pub(crate) struct FrmrEntry {
+    pub(crate) mr: Mr,
+    sgl: UnsafeCell<KVec<bindings::scatterlist>>,
+    /// Entries of `sgl` DMA-mapped (0: none).
+    mapped: UnsafeCell<i32>,
+}
 
 /// A connection's MRs.
 pub(crate) struct FrmrPool {
-    mrs: KVec<Mr>,
+    entries: KVec<FrmrEntry>,
+    pages_per_mr: u32,
 }
+
+// SAFETY: an entry is used by one thread at a time: the one that took it
+// from the connection's free list.
+unsafe impl Send for FrmrPool {}
+// SAFETY: as above.
+unsafe impl Sync for FrmrPool {}
 
 impl FrmrPool {
     /// Allocates MRs for `credits` concurrent RPCs, each mapping up to
@@ -39,15 +64,115 @@ impl FrmrPool {
             return Err(EINVAL);
         }
         let count = credits.saturating_mul(MRS_PER_CREDIT).min(max_mr).max(1);
-        let mut mrs = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        let mut entries = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for _ in 0..count {
-            mrs.push(Mr::new(pd, pages_per_mr)?, GFP_KERNEL)?;
+            let mut sgl = KVec::with_capacity(pages_per_mr as usize, GFP_KERNEL)?;
+            sgl.resize(pages_per_mr as usize, Default::default(), GFP_KERNEL)?;
+            entries.push(
+                FrmrEntry {
+                    mr: Mr::new(pd, pages_per_mr)?,
+                    sgl: UnsafeCell::new(sgl),
+                    mapped: UnsafeCell::new(0),
+                },
+                GFP_KERNEL,
+            )?;
         }
-        Ok(Self { mrs })
+        Ok(Self {
+            entries,
+            pages_per_mr,
+        })
     }
 
     /// How many MRs the pool holds.
     pub(crate) fn len(&self) -> usize {
-        self.mrs.len()
+        self.entries.len()
+    }
+
+    /// Pages one MR maps at most.
+    pub(crate) fn pages_per_mr(&self) -> u32 {
+        self.pages_per_mr
+    }
+
+    /// Maps `pages` (each `(page, offset, len)`, contiguous in the sink:
+    /// only the first may start inside its page, only the last may end
+    /// inside it) into entry `index` for the device to write; they must
+    /// add up to `len` bytes. Returns the MR, whose `iova` then addresses
+    /// the first byte.
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index` (taken from the free list), and
+    /// the pages must stay allocated until [`FrmrPool::unmap`].
+    pub(crate) unsafe fn map(
+        &self,
+        dev: *mut bindings::ib_device,
+        index: u16,
+        pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
+        len: usize,
+    ) -> Result<*mut bindings::ib_mr> {
+        let e = self.entries.get(usize::from(index)).ok_or(EINVAL)?;
+        // SAFETY: the caller holds the entry: nobody else touches it.
+        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
+        let (count, bytes) = pages.clone().fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
+        if count == 0 || count > sgl.len() || bytes != len || *mapped != 0 {
+            return Err(EINVAL);
+        }
+        let n = count as u32;
+        // SAFETY: `sgl` has at least `n` entries.
+        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
+        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
+            // SAFETY: an initialized scatterlist entry; the page is live.
+            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
+        }
+        // SAFETY: `n` initialized entries of live pages on a live device.
+        let got = unsafe {
+            bindings::svcrdma_rs_dma_map_sg(dev, sgl.as_mut_ptr(), n as i32, bindings::DMA_FROM_DEVICE)
+        };
+        if got <= 0 {
+            return Err(EIO);
+        }
+        *mapped = n as i32;
+        let mr = e.mr.as_ptr();
+        // SAFETY: the MR is ours (held entry) and not registered (it was
+        // invalidated before its return to the pool); `got` mapped entries.
+        let done = unsafe {
+            bindings::ib_map_mr_sg(mr, sgl.as_mut_ptr(), got, core::ptr::null_mut(), 4096)
+        };
+        if done != got {
+            // SAFETY: we hold the entry and mapped it just above.
+            unsafe { self.unmap(dev, index) };
+            return Err(EIO);
+        }
+        Ok(mr)
+    }
+
+    /// Undoes [`FrmrPool::map`] (the device must be done with the pages).
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index`, on `dev`.
+    pub(crate) unsafe fn unmap(&self, dev: *mut bindings::ib_device, index: u16) {
+        let Some(e) = self.entries.get(usize::from(index)) else {
+            return;
+        };
+        // SAFETY: the caller holds the entry.
+        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
+        if *mapped > 0 {
+            // SAFETY: mapped by `map` with this count and direction.
+            unsafe {
+                bindings::svcrdma_rs_dma_unmap_sg(
+                    dev,
+                    sgl.as_mut_ptr(),
+                    *mapped,
+                    bindings::DMA_FROM_DEVICE,
+                )
+            };
+            *mapped = 0;
+        }
+    }
+
+    /// The MR of entry `index`.
+    pub(crate) fn mr(&self, index: u16) -> Option<*mut bindings::ib_mr> {
+        self.entries.get(usize::from(index)).map(|e| e.mr.as_ptr())
     }
 }

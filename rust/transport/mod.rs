@@ -11,16 +11,24 @@
 //! - [`connection`]: a connection's RDMA resources, events and teardown;
 //! - [`frmr`]: the per-connection FRMR pool;
 //! - [`recv`]: receive buffers and their completions;
-//! - [`recvfrom`]: `xpo_recvfrom`.
+//! - [`recvfrom`]: `xpo_recvfrom` (transport header, Call assembly);
+//! - [`rw`]: RDMA Read and Write under the connection's memory model;
+//! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
+//! - [`ctxt`]: the per-RPC context between them;
+//! - [`sq`]: posting work-request chains and waiting for them.
 
 mod accept;
 mod connection;
+mod ctxt;
 mod frmr;
 mod listener;
 mod ops;
 mod recv;
 mod recvfrom;
 mod registry;
+mod rw;
+mod sendto;
+mod sq;
 
 pub(crate) use ops::register_class;
 pub(crate) use registry::{install as install_registry, Installed as Registry};

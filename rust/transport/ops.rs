@@ -8,7 +8,9 @@
 
 use kernel::prelude::*;
 
-use super::{accept, connection::Connection, listener, listener::Listener, recvfrom};
+use super::{
+    accept, connection::Connection, ctxt::CallCtxt, listener, listener::Listener, recvfrom, sendto,
+};
 use crate::{
     bindings, params,
     sunrpc::{Flag, Registration, SvcXprt, XprtClass},
@@ -119,20 +121,35 @@ unsafe extern "C" fn xpo_recvfrom(rqstp: *mut bindings::svc_rqst) -> c_int {
     }
 }
 
-unsafe extern "C" fn xpo_sendto(_rqstp: *mut bindings::svc_rqst) -> c_int {
-    // No request is ever handed to nfsd yet, so there is nothing to reply to.
-    ENOTCONN.to_errno()
+unsafe extern "C" fn xpo_sendto(rqstp: *mut bindings::svc_rqst) -> c_int {
+    // SAFETY: sunrpc passes a live request whose transport it holds.
+    let xprt = unsafe { (*rqstp).rq_xprt };
+    // SAFETY: as above.
+    match unsafe { ours(xprt) } {
+        Ours::Connection(c) => sendto::sendto(c, rqstp),
+        Ours::Listener(_) => ENOTCONN.to_errno(),
+    }
 }
 
 unsafe extern "C" fn xpo_result_payload(
-    _rqstp: *mut bindings::svc_rqst,
-    _offset: c_uint,
-    _length: c_uint,
+    rqstp: *mut bindings::svc_rqst,
+    offset: c_uint,
+    length: c_uint,
 ) -> c_int {
-    0
+    sendto::result_payload(rqstp, offset, length)
 }
 
-unsafe extern "C" fn xpo_release_ctxt(_xprt: *mut bindings::svc_xprt, _ctxt: *mut c_void) {}
+unsafe extern "C" fn xpo_release_ctxt(xprt: *mut bindings::svc_xprt, ctxt: *mut c_void) {
+    if ctxt.is_null() {
+        return;
+    }
+    // SAFETY: sunrpc holds a reference on the transport during the call.
+    if let Ours::Connection(c) = unsafe { ours(xprt) } {
+        // SAFETY: a non-null `rq_xprt_ctxt` on our connections is always a
+        // context leaked by `recvfrom`, released once.
+        c.ctxt_put(unsafe { KBox::from_raw(ctxt.cast::<CallCtxt>()) });
+    }
+}
 
 unsafe extern "C" fn xpo_detach(xprt: *mut bindings::svc_xprt) {
     // SAFETY: sunrpc holds a reference on the transport during the call.

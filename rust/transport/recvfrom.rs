@@ -1,37 +1,256 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `xpo_recvfrom`: turning a received RPC-over-RDMA message into a request
+//! `xpo_recvfrom`: turning a received RPC-over-RDMA message into a Call
 //! for nfsd.
 //!
-//! Connection establishment is complete; the RPC-over-RDMA data path (header
-//! decoding, chunks, replies) is the next stage of this transport. Until it
-//! exists, a received message is counted, logged (rate-limited) and its
-//! buffer reposted: the client sees no reply and retransmits, and nothing
-//! is leaked.
+//! The transport header is decoded and validated (`proto::rpcrdma`); a bad
+//! one is answered with RDMA_ERROR (ERR_VERS, ERR_CHUNK) or, for a peer's
+//! RDMA_ERROR, closes the connection. A good one is assembled into nfsd's
+//! argument pages the way a stream transport leaves a record there: the
+//! inline part copied (so the receive buffer is reposted at once), each Read
+//! chunk pulled by RDMA Read to the place its Position gives, roundups
+//! zeroed (`proto::layout`). The context that carries the header to the
+//! Reply hangs on the request.
 
 use kernel::prelude::*;
 
-use super::connection::Connection;
-use crate::{bindings, log::pr_warn_ratelimited};
+use super::{connection::Connection, ctxt::CallCtxt, rw, sendto};
+use crate::{
+    bindings,
+    log::pr_warn_ratelimited,
+    proto::{
+        layout::{call_layout, Place, ReadChunkRef},
+        rpcrdma::{
+            chunk::Segment,
+            header::{decode, DecodeError, Limits, Proc},
+        },
+    },
+    sunrpc::Rqst,
+};
+
+/// Read chunks (distinct positions) per Call we place, at most.
+const MAX_READ_CHUNKS: usize = 8;
+
+/// What we accept in a Call's transport header.
+pub(super) const LIMITS: Limits = Limits {
+    max_read_segments: 64,
+    max_write_chunks: super::ctxt::MAX_WRITE_CHUNKS as u32,
+    max_segments_per_chunk: 64,
+    // A maximal payload (`RPCSVC_MAXPAYLOAD`) plus room for the RPC
+    // message around it in a Reply chunk.
+    max_chunk_bytes: bindings::RPCSVC_MAXPAYLOAD + 64 * 1024,
+};
 
 /// Handles one received message on `conn` for the nfsd thread `rqstp`.
-/// Returns the request's length (0: nothing for nfsd).
-pub(super) fn recvfrom(conn: &Connection, _rqstp: *mut bindings::svc_rqst) -> c_int {
+/// Returns the Call's length (0: nothing for nfsd).
+pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int {
+    // SAFETY: sunrpc passes a live request owned by this thread.
+    let mut rq = unsafe { Rqst::from_raw(rqstp) };
+    rq.reset_reply_pages();
+    rq.set_ctxt(core::ptr::null_mut());
     let next = conn.next_received();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
     let (Some(index), Some(res)) = (next, conn.res()) else {
         return 0;
     };
-    // SAFETY: `index` came from the ready queue and is reposted below.
-    let len = unsafe { res.recv.message(index) }.map_or(0, |m| m.len());
-    pr_warn_ratelimited!(
-        "connection {}: dropping a {}-byte message: the RPC-over-RDMA data path is not implemented yet\n",
-        conn.id,
-        len
-    );
-    if res.recv.post(&res.qp, index).is_err() {
-        conn.xprt().deferred_close();
+    let Some(mut ctxt) = conn.ctxt_get() else {
+        pr_warn_ratelimited!(
+            "connection {}: more Calls in progress than contexts, dropping one\n",
+            conn.id
+        );
+        if res.recv.post(&res.qp, index).is_err() {
+            conn.close();
+        }
+        return 0;
+    };
+    let got = receive(conn, &mut rq, &mut ctxt, index);
+    match got {
+        Ok(len) => {
+            rq.set_ctxt(KBox::into_raw(ctxt).cast());
+            c_int::try_from(len).unwrap_or(0)
+        }
+        Err(_) => {
+            conn.ctxt_put(ctxt);
+            0
+        }
     }
-    0
+}
+
+/// Decodes buffer `index`, answers or assembles it. The buffer is reposted
+/// before any RDMA Read. `Err` means no Call for nfsd.
+fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16) -> Result<usize> {
+    let res = conn.res().ok_or(ENOTCONN)?;
+    let repost = |conn: &Connection| {
+        if res.recv.post(&res.qp, index).is_err() {
+            conn.close();
+        }
+    };
+    // SAFETY: `index` came from the ready queue and is reposted below,
+    // after its last use.
+    let Some(msg) = (unsafe { res.recv.message(index) }) else {
+        repost(conn);
+        return Err(EINVAL);
+    };
+    let header = match decode(msg, &LIMITS) {
+        Ok(h) => h,
+        Err(e) => {
+            if let DecodeError::PeerError { .. } = e {
+                pr_warn_ratelimited!(
+                    "connection {}: the client sent RDMA_ERROR, closing\n",
+                    conn.id
+                );
+                repost(conn);
+                conn.close();
+                return Err(EPROTO);
+            }
+            pr_warn_ratelimited!(
+                "connection {}: bad transport header ({}), answered with RDMA_ERROR\n",
+                conn.id,
+                e.as_str()
+            );
+            repost(conn);
+            // TooShort has no XID: nothing to answer.
+            let _ = sendto::send_error(conn, ctxt, &e);
+            return Err(EPROTO);
+        }
+    };
+    let xid = header.xid;
+    let hdr_len = header.hdr_len.min(msg.len());
+    let body = msg.get(hdr_len..).unwrap_or(&[]);
+    let body = if header.proc_ == Proc::NoMsg { &[][..] } else { body };
+
+    // Where each Read chunk goes.
+    let mut chunks = [ReadChunkRef {
+        position: 0,
+        length: 0,
+    }; MAX_READ_CHUNKS];
+    let mut nchunks = 0usize;
+    for c in header.reads.chunks() {
+        let Some(slot) = chunks.get_mut(nchunks) else {
+            return reject(conn, ctxt, xid, "too many read chunks", repost);
+        };
+        *slot = ReadChunkRef {
+            position: c.position,
+            length: c.total,
+        };
+        nchunks += 1;
+    }
+    let mut steps = [Place::Zero { dst: 0, len: 0 }; 3 * MAX_READ_CHUNKS + 1];
+    let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
+    let (nsteps, total) = match call_layout(
+        u32::try_from(body.len()).unwrap_or(u32::MAX),
+        &chunks[..nchunks],
+        capacity,
+        &mut steps,
+    ) {
+        Ok(l) => l,
+        Err(e) => return reject(conn, ctxt, xid, e.as_str(), repost),
+    };
+
+    // Keep the header for the Reply, copy the inline part, free the buffer.
+    ctxt.hdr.clear();
+    if ctxt.hdr.extend_from_slice(&msg[..hdr_len], GFP_KERNEL).is_err() {
+        repost(conn);
+        return Err(ENOMEM);
+    }
+    for step in &steps[..nsteps] {
+        let done = match *step {
+            Place::Inline { src, dst, len } => {
+                let (s, l) = (src as usize, len as usize);
+                match body.get(s..s + l) {
+                    Some(b) => rq.arg_write(dst as usize, b),
+                    None => Err(EINVAL),
+                }
+            }
+            Place::Zero { dst, len } => rq.arg_zero(dst as usize, len as usize),
+            Place::Chunk { .. } => Ok(()),
+        };
+        if done.is_err() {
+            repost(conn);
+            return Err(EINVAL);
+        }
+    }
+    repost(conn);
+
+    if nchunks > 0 {
+        // Decode our copy again: the receive buffer is gone.
+        let CallCtxt { hdr, .. } = &*ctxt;
+        let hdr_copy = hdr.as_ptr();
+        let hdr_len = hdr.len();
+        // SAFETY: `ctxt.hdr` is neither changed nor freed until this RPC's
+        // context is released, and the Reads below only touch `ctxt`'s
+        // chain, mappings and MRs.
+        let hdr = unsafe { core::slice::from_raw_parts(hdr_copy, hdr_len) };
+        let header = decode(hdr, &LIMITS).map_err(|_| EINVAL)?;
+        let mut segs: [Option<SegIter<'_>>; MAX_READ_CHUNKS] = Default::default();
+        let mut dsts = [0usize; MAX_READ_CHUNKS];
+        for step in &steps[..nsteps] {
+            if let Place::Chunk { chunk, dst, .. } = *step {
+                let c = header.reads.chunks().nth(chunk).ok_or(EINVAL)?;
+                if let (Some(s), Some(d)) = (segs.get_mut(chunk), dsts.get_mut(chunk)) {
+                    *s = Some(SegIter(c.segments.iter()));
+                    *d = dst as usize;
+                }
+            }
+        }
+        let work = segs
+            .iter_mut()
+            .zip(dsts)
+            .filter_map(|(s, d)| s.as_mut().map(|s| (s as &mut dyn Iterator<Item = Segment>, d)));
+        if let Err(e) = rw::read_chunks(conn, rq, ctxt, work) {
+            pr_warn_ratelimited!(
+                "connection {}: RDMA Read of a Call failed: error {}, closing\n",
+                conn.id,
+                e.to_errno()
+            );
+            conn.close();
+            return Err(e);
+        }
+    }
+
+    rq.set_arg_len(total as usize);
+    // RPC direction (word 1): 0 is a Call. A Reply would be for a
+    // backchannel, which this transport does not offer.
+    if rq.arg_head().get(4..8) != Some(&[0, 0, 0, 0][..]) {
+        pr_warn_ratelimited!(
+            "connection {}: dropping a message that is not an RPC Call\n",
+            conn.id
+        );
+        return Err(EPROTO);
+    }
+    rq.complete_receive(conn.xprt());
+    Ok(total as usize)
+}
+
+/// Read segments of one chunk, as plain segments.
+struct SegIter<'a>(crate::proto::rpcrdma::chunk::ReadSegments<'a>);
+
+impl Iterator for SegIter<'_> {
+    type Item = Segment;
+    fn next(&mut self) -> Option<Segment> {
+        self.0.next().map(|s| s.segment())
+    }
+}
+
+/// Answers a Call whose chunks cannot be placed with ERR_CHUNK.
+fn reject(
+    conn: &Connection,
+    ctxt: &mut CallCtxt,
+    xid: u32,
+    why: &str,
+    repost: impl Fn(&Connection),
+) -> Result<usize> {
+    repost(conn);
+    pr_warn_ratelimited!(
+        "connection {}: cannot place the Call's read chunks ({}), answered with RDMA_ERROR\n",
+        conn.id,
+        why
+    );
+    let e = DecodeError::Chunk {
+        xid,
+        reason: crate::proto::rpcrdma::header::ChunkError::TooManyReadSegments,
+    };
+    let _ = sendto::send_error(conn, ctxt, &e);
+    Err(EPROTO)
 }

@@ -27,41 +27,62 @@ setup() {
 	echo "$IP" >/tmp/guest_ip
 }
 
+# last_conn: the highest connection id in sysfs, in REPLY (0 if none).
+last_conn() {
+	local d n max=0
+	for d in $S/connections/*; do
+		n=${d##*/}
+		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
+	done
+	REPLY=$max
+}
+
 # connect HEX: connects with that private data and holds the connection;
 # sets CONN (the new sysfs directory) and SERVER_PD (the server's private
-# data), or RESULT=REJECTED/ERROR. release_conn ends it.
+# data), or RESULT=REJECTED/ERROR. release_conn ends it. Builtins only
+# while waiting: the guest is emulated.
 connect() {
-	local hex=$1 before after i
-	IP=$(cat /tmp/guest_ip)
-	before=$(ls $S/connections 2>/dev/null | sort -n | tail -n 1)
+	local hex=$1 before i line
+	IP=${IP:-$(cat /tmp/guest_ip)}
+	last_conn
+	before=$REPLY
 	rm -f /tmp/release /tmp/cm.out
 	$CM ${hex:+-p "$hex"} -t 60 -u /tmp/release "$IP" $PORT >/tmp/cm.out 2>&1 &
 	CM_PID=$!
 	RESULT= CONN= SERVER_PD=
-	for ((i = 0; i < 100; i++)); do
-		grep -q . /tmp/cm.out 2>/dev/null && break
-		sleep 0.3
+	for ((i = 0; i < 200; i++)); do
+		rd /tmp/cm.out
+		[ -n "$REPLY" ] && break
+		nap 0.15
 	done
-	RESULT=$(cut -d' ' -f1 /tmp/cm.out)
+	line=$REPLY
+	RESULT=${line%% *}
 	case $RESULT in
 	ESTABLISHED)
-		SERVER_PD=$(sed -n 's/^ESTABLISHED private=//p' /tmp/cm.out | cut -c1-16)
-		for ((i = 0; i < 50; i++)); do
-			after=$(ls $S/connections 2>/dev/null | sort -n | tail -n 1)
-			[ -n "$after" ] && [ "$after" != "$before" ] && break
-			sleep 0.2
+		SERVER_PD=${line#ESTABLISHED private=}
+		SERVER_PD=${SERVER_PD:0:16}
+		for ((i = 0; i < 100; i++)); do
+			last_conn
+			[ "$REPLY" != "$before" ] && break
+			nap 0.1
 		done
-		CONN=$S/connections/$after
+		CONN=$S/connections/$REPLY
 		;;
 	*) wait $CM_PID || true ;;
 	esac
 }
 
 release_conn() {
-	touch /tmp/release
+	local i
+	: >/tmp/release
 	wait $CM_PID 2>/dev/null
 	# The server's side goes when it sees the disconnect.
-	[ -z "$CONN" ] || wait_for 20 test ! -d "$CONN" || fail "$CONN not removed after disconnect"
+	[ -z "$CONN" ] && return 0
+	for ((i = 0; i < 200; i++)); do
+		[ -d "$CONN" ] || return 0
+		nap 0.1
+	done
+	fail "$CONN not removed after disconnect"
 }
 
 # check_pd NAME HEX SEND RECV R: connect with HEX, expect the decoding.
@@ -69,7 +90,10 @@ check_pd() {
 	local name=$1 hex=$2 send=$3 recv=$4 r=$5 got
 	connect "$hex"
 	[ "$RESULT" = ESTABLISHED ] || fail "$name: connection not established: $(cat /tmp/cm.out)"
-	got="$(cat $CONN/client_send_size) $(cat $CONN/client_recv_size) $(cat $CONN/client_remote_invalidate) $(cat $CONN/remote_invalidate)"
+	rd $CONN/client_send_size; got=$REPLY
+	rd $CONN/client_recv_size; got+=" $REPLY"
+	rd $CONN/client_remote_invalidate; got+=" $REPLY"
+	rd $CONN/remote_invalidate; got+=" $REPLY"
 	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
 	# The server sets R (FRMR on rxe): remote invalidation iff the client did.
 	[ "$got" = "$send $recv $r $r" ] || fail "$name: got '$got', want '$send $recv $r $r'"
@@ -139,9 +163,22 @@ expected_model() {
 	[ $allowed = 1 ] && echo $dmamodel || echo refused
 }
 
+# one_line PATTERN: the single line of T_NEW matching the extended regex
+# PATTERN, in REPLY; fails unless exactly one matches.
+one_line() {
+	local l n=0
+	REPLY=
+	for l in "${T_NEW[@]}"; do
+		[[ $l =~ $1 ]] && { REPLY=$l; n=$((n + 1)); }
+	done
+	[ $n = 1 ] || fail "want one kernel log line matching '$1', got $n: $(printf '%s\n' "${T_NEW[@]}" | tail -n 5)"
+}
+
 # matrix DEV TRANSPORT: every memreg x dma_mr x capability combination.
 matrix() {
-	local dev=$1 transport=$2 caps memreg dma fr lk want got line r n=0
+	local dev=$1 transport=$2 caps memreg dma fr lk want got line r n=0 d=$S/devices/$1 ip_re
+	IP=$(cat /tmp/guest_ip)
+	ip_re=${IP//./\\.}
 	for caps in "" no_fast_reg local_dma_lkey no_fast_reg,local_dma_lkey; do
 		echo "$caps" >$P/debug_caps || fail "debug_caps=$caps refused"
 		case $caps in *no_fast_reg*) fr=0 ;; *) fr=1 ;; esac
@@ -152,48 +189,52 @@ matrix() {
 				want=$(expected_model $transport $fr $memreg $dma)
 				n=$((n + 1))
 				# The device's sysfs says what the next connection gets.
-				if [ -d $S/devices/$dev ]; then
-					got=$(cat $S/devices/$dev/memreg)
-					[ "$got" = "$want" ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: devices/$dev/memreg=$got, want $want"
-					[ "$(cat $S/devices/$dev/fast_reg) $(cat $S/devices/$dev/local_dma_lkey)" = "$fr $lk" ] ||
-						fail "$dev [$caps]: device caps shown wrong"
+				if [ -d $d ]; then
+					rd $d/memreg
+					[ "$REPLY" = "$want" ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: devices/$dev/memreg=$REPLY, want $want"
+					rd $d/fast_reg; got=$REPLY; rd $d/local_dma_lkey; got+=" $REPLY"
+					[ "$got" = "$fr $lk" ] || fail "$dev [$caps]: device caps shown as $got, want $fr $lk"
 				fi
-				dmesg_mark
+				dmesg_count
 				connect ""
+				dmesg_new_since $T_MARK
 				if [ "$want" = refused ]; then
 					[ "$RESULT" != ESTABLISHED ] || { release_conn; fail "$dev [$caps] memreg=$memreg dma_mr=$dma: accepted, want refused"; }
-					line=$(dmesg_since_mark | grep 'svcrdma_rs: refusing connection')
-					[ "$(echo "$line" | grep -c .)" = 1 ] || fail "$dev [$caps] $memreg/$dma: want one refusal line, got: $line"
-					echo "$line" | grep -q "from $IP:[0-9]* on $dev ($transport)" || fail "refusal line lacks peer/device/transport: $line"
+					one_line 'svcrdma_rs: refusing connection'
+					line=$REPLY
+					[[ $line =~ from\ $ip_re:[0-9]+\ on\ $dev\ \($transport\) ]] || fail "refusal line lacks peer/device/transport: $line"
 					if [ $memreg = frmr ]; then
-						echo "$line" | grep -q 'memreg=frmr' || fail "refusal line does not name memreg: $line"
+						[[ $line == *memreg=frmr* ]] || fail "refusal line does not name memreg: $line"
 					else
-						echo "$line" | grep -q "dma_mr=$dma" || fail "refusal line does not name dma_mr=$dma: $line"
+						[[ $line == *dma_mr=$dma* ]] || fail "refusal line does not name dma_mr=$dma: $line"
 					fi
 				else
 					[ "$RESULT" = ESTABLISHED ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: $(cat /tmp/cm.out), want $want"
-					got=$(cat $CONN/memreg)
-					[ "$got" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$got, want $want"; }
-					[ "$(cat $CONN/device) $(cat $CONN/transport)" = "$dev $transport" ] || fail "connection device/transport wrong"
-					line=$(dmesg_since_mark | grep 'svcrdma_rs: connection [0-9]* from')
-					echo "$line" | grep -q "from $IP:[0-9]* on $dev ($transport)" || fail "accept line lacks peer/device/transport: $line"
+					rd $CONN/memreg
+					[ "$REPLY" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$REPLY, want $want"; }
+					rd $CONN/device; got=$REPLY; rd $CONN/transport; got+=" $REPLY"
+					[ "$got" = "$dev $transport" ] || fail "connection device/transport wrong: $got"
+					one_line 'svcrdma_rs: connection [0-9]+ from'
+					line=$REPLY
+					[[ $line =~ from\ $ip_re:[0-9]+\ on\ $dev\ \($transport\) ]] || fail "accept line lacks peer/device/transport: $line"
 					case $want in
-					frmr) echo "$line" | grep -q 'Using Fast Memory Registration$' || fail "bad line: $line" ;;
-					dma_mr) echo "$line" | grep -q 'Using a Global DMA MR$' || fail "bad line: $line" ;;
-					dma_mr_remote_write) echo "$line" | grep -q 'Using a Global DMA MR (remote write: exposes all server memory)$' || fail "bad line: $line" ;;
+					frmr) [[ $line == *"Using Fast Memory Registration" ]] || fail "bad line: $line" ;;
+					dma_mr) [[ $line == *"Using a Global DMA MR" ]] || fail "bad line: $line" ;;
+					dma_mr_remote_write) [[ $line == *"Using a Global DMA MR (remote write: exposes all server memory)" ]] || fail "bad line: $line" ;;
 					esac
 					# Our R bit: clear exactly when a remote-write key is exposed.
 					[ $want = dma_mr_remote_write ] && r=00 || r=01
 					[ "$SERVER_PD" = "f6ab0e1801${r}0303" ] || fail "server private data $SERVER_PD, want f6ab0e1801${r}0303"
+					rd $CONN/frmr_pool
 					if [ $want = frmr ]; then
-						[ "$(cat $CONN/frmr_pool)" -gt 0 ] || fail "FRMR connection without an MR pool"
+						[ "$REPLY" -gt 0 ] || fail "FRMR connection without an MR pool"
 					else
-						[ "$(cat $CONN/frmr_pool)" = 0 ] || fail "DMA MR connection with an MR pool"
+						[ "$REPLY" = 0 ] || fail "DMA MR connection with an MR pool"
 					fi
 					release_conn
 				fi
 				echo "$dev [$caps] memreg=$memreg dma_mr=$dma -> $want"
-				sleep 0.6 # stay within the log rate limit (10 per 5 s)
+				nap 0.5 # stay within the log rate limit (10 per 5 s)
 			done
 		done
 	done

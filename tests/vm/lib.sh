@@ -45,6 +45,20 @@ t_summary() {
 # Kernel-log reports that fail a test (the same list as scripts/vm-run).
 T_REPORTS='BUG: |WARNING: |Oops[: ]|KASAN: |UBSAN: |general protection fault|Kernel panic|unreferenced object 0x|new suspected memory leak|INFO: task .* blocked for more than|rcu: INFO: .*stall|self-detected stall|INFO: trying to register non-static key'
 
+# The guest is emulated (TCG): every fork costs tens of milliseconds, so
+# loops use these builtin-only helpers.
+#   nap SECS    sleeps (read with a timeout on a FIFO nobody writes)
+#   rd FILE     the file's first line in REPLY (empty if unreadable)
+T_NAPFIFO=/tmp/.t_nap.$$
+mkfifo "$T_NAPFIFO" 2>/dev/null || true
+exec {T_NAPFD}<>"$T_NAPFIFO"
+nap() { read -rt "$1" -u "$T_NAPFD" _ || true; }
+rd() { REPLY=; read -r REPLY <"$1" 2>/dev/null || true; }
+
+# dmesg_new_since MARK: the kernel log lines after line MARK, in T_NEW.
+dmesg_count() { local _l; mapfile -t _l < <(dmesg); T_MARK=${#_l[@]}; }
+dmesg_new_since() { local _l; mapfile -t _l < <(dmesg); T_NEW=("${_l[@]:$1}"); }
+
 # dmesg_mark; ...; dmesg_since_mark: the kernel log written in between.
 dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }
 dmesg_since_mark() { dmesg | tail -n +"$(( $(cat /tmp/.dmesg_mark 2>/dev/null || echo 0) + 1 ))"; }

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where the bytes of an RPC message go: the offset arithmetic of the data
+//! path, kept apart from the kernel so it can be tested exhaustively.
+//!
+//! A Call arrives as an inline part plus Read chunks. Each Read chunk's
+//! Position (RFC 8166 §3.5.3) is the offset in the *whole* XDR stream where
+//! its data belongs; the chunk carries the data item without its XDR
+//! roundup, and the inline part does not carry it either. [`call_layout`]
+//! turns that into a list of placements into nfsd's contiguous argument
+//! buffer, the layout nfsd expects from any stream transport.
+//!
+//! A Reply leaves nfsd as one XDR stream in which some byte ranges are
+//! result payloads bound for the client's Write chunks (`xpo_result_payload`).
+//! [`reply_regions`] gives the rest: what goes inline or into the Reply
+//! chunk, with each payload and its roundup cut out.
+
+/// The XDR roundup of `len`: bytes of padding after a data item.
+pub const fn xdr_pad(len: u32) -> u32 {
+    (4 - (len & 3)) & 3
+}
+
+/// One Read chunk of a Call: where its data belongs and how long it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadChunkRef {
+    /// Offset in the whole XDR stream (0: the chunk is the whole message).
+    pub position: u32,
+    /// Bytes of data the chunk carries (the sum of its segments).
+    pub length: u32,
+}
+
+/// One step of assembling a Call, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Copy `len` inline bytes from offset `src` of the inline part to `dst`.
+    Inline {
+        /// Offset in the inline part (after the transport header).
+        src: u32,
+        /// Offset in the argument buffer.
+        dst: u32,
+        /// Bytes.
+        len: u32,
+    },
+    /// RDMA Read chunk number `chunk` (in the order given) to `dst`.
+    Chunk {
+        /// Index into the chunks passed to [`call_layout`].
+        chunk: usize,
+        /// Offset in the argument buffer.
+        dst: u32,
+        /// Bytes.
+        len: u32,
+    },
+    /// Zero `len` bytes at `dst`: the roundup after a chunk's data item.
+    Zero {
+        /// Offset in the argument buffer.
+        dst: u32,
+        /// Bytes (1 to 3).
+        len: u32,
+    },
+}
+
+/// Why a Call's chunks cannot be placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    /// A Position points before data already placed, or past the inline
+    /// data that would precede it.
+    BadPosition,
+    /// A position-zero chunk together with other chunks or inline data
+    /// that would have to be merged into it.
+    MixedPositionZero,
+    /// The assembled message is larger than the argument buffer.
+    TooLarge,
+    /// More steps than the caller's list holds.
+    TooManySteps,
+    /// The message would be empty.
+    Empty,
+}
+
+impl LayoutError {
+    /// A short text for a log line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LayoutError::BadPosition => "read chunk position out of order or out of range",
+            LayoutError::MixedPositionZero => "position-zero read chunk mixed with other data",
+            LayoutError::TooLarge => "call larger than the argument buffer",
+            LayoutError::TooManySteps => "too many read chunks",
+            LayoutError::Empty => "empty call",
+        }
+    }
+}
+
+/// Plans the assembly of a Call whose inline part is `inline_len` bytes and
+/// whose Read chunks are `chunks` (positions non-decreasing, as the header
+/// decoder guarantees) into an argument buffer of `capacity` bytes. Writes
+/// the steps to `out` and returns `(steps, message length)`.
+///
+/// With a position-zero chunk (RDMA_NOMSG), the chunk is the whole message:
+/// no other chunk may accompany it and the inline part is ignored.
+pub fn call_layout(
+    inline_len: u32,
+    chunks: &[ReadChunkRef],
+    capacity: u32,
+    out: &mut [Place],
+) -> Result<(usize, u32), LayoutError> {
+    let mut n = 0usize;
+    let mut push = |p: Place, n: &mut usize| -> Result<(), LayoutError> {
+        let slot = out.get_mut(*n).ok_or(LayoutError::TooManySteps)?;
+        *slot = p;
+        *n += 1;
+        Ok(())
+    };
+
+    if let Some(first) = chunks.first() {
+        if first.position == 0 {
+            if chunks.len() != 1 {
+                return Err(LayoutError::MixedPositionZero);
+            }
+            if first.length == 0 {
+                return Err(LayoutError::Empty);
+            }
+            if first.length > capacity {
+                return Err(LayoutError::TooLarge);
+            }
+            push(
+                Place::Chunk {
+                    chunk: 0,
+                    dst: 0,
+                    len: first.length,
+                },
+                &mut n,
+            )?;
+            return Ok((n, first.length));
+        }
+    }
+
+    // Bytes placed so far, and inline bytes consumed so far.
+    let mut placed: u32 = 0;
+    let mut used: u32 = 0;
+    for (i, c) in chunks.iter().enumerate() {
+        if c.position == 0 {
+            return Err(LayoutError::MixedPositionZero);
+        }
+        let before = c
+            .position
+            .checked_sub(placed)
+            .ok_or(LayoutError::BadPosition)?;
+        let end_used = used.checked_add(before).ok_or(LayoutError::BadPosition)?;
+        if end_used > inline_len {
+            return Err(LayoutError::BadPosition);
+        }
+        let pad = xdr_pad(c.length);
+        let after = c
+            .position
+            .checked_add(c.length)
+            .and_then(|v| v.checked_add(pad))
+            .ok_or(LayoutError::TooLarge)?;
+        if after > capacity {
+            return Err(LayoutError::TooLarge);
+        }
+        if before > 0 {
+            push(
+                Place::Inline {
+                    src: used,
+                    dst: placed,
+                    len: before,
+                },
+                &mut n,
+            )?;
+        }
+        if c.length > 0 {
+            push(
+                Place::Chunk {
+                    chunk: i,
+                    dst: c.position,
+                    len: c.length,
+                },
+                &mut n,
+            )?;
+        }
+        if pad > 0 {
+            push(
+                Place::Zero {
+                    dst: c.position + c.length,
+                    len: pad,
+                },
+                &mut n,
+            )?;
+        }
+        used = end_used;
+        placed = after;
+    }
+    let rest = inline_len - used;
+    let total = placed.checked_add(rest).ok_or(LayoutError::TooLarge)?;
+    if total > capacity {
+        return Err(LayoutError::TooLarge);
+    }
+    if rest > 0 {
+        push(
+            Place::Inline {
+                src: used,
+                dst: placed,
+                len: rest,
+            },
+            &mut n,
+        )?;
+    }
+    if total == 0 {
+        return Err(LayoutError::Empty);
+    }
+    Ok((n, total))
+}
+
+/// A result payload nfsd reported for a Write chunk: `len` bytes at offset
+/// `position` of the Reply's XDR stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Payload {
+    /// Offset in the Reply.
+    pub position: u32,
+    /// Bytes.
+    pub len: u32,
+}
+
+/// Why a Reply's payloads do not fit its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegionError;
+
+/// The byte ranges `[start, end)` of a `len`-byte Reply that are not
+/// result payloads (nor their roundup), in order, empty ones left out.
+/// Payloads must be in stream order and inside the Reply.
+pub fn reply_regions<'a>(
+    len: u32,
+    payloads: &'a [Payload],
+) -> Result<impl Iterator<Item = (u32, u32)> + 'a, RegionError> {
+    let mut at: u32 = 0;
+    for p in payloads {
+        if p.len == 0 {
+            continue;
+        }
+        let end = p.position.checked_add(p.len).ok_or(RegionError)?;
+        if p.position < at || end > len {
+            return Err(RegionError);
+        }
+        at = end.saturating_add(xdr_pad(p.len)).min(len);
+    }
+    let mut next = 0usize;
+    let mut cursor: u32 = 0;
+    let mut done = false;
+    Ok(core::iter::from_fn(move || loop {
+        if done {
+            return None;
+        }
+        let p = payloads.get(next).filter(|p| p.len > 0);
+        match p {
+            Some(p) => {
+                next += 1;
+                let region = (cursor, p.position);
+                cursor = (p.position + p.len).saturating_add(xdr_pad(p.len)).min(len);
+                if region.1 > region.0 {
+                    return Some(region);
+                }
+            }
+            None if next < payloads.len() => next += 1,
+            None => {
+                done = true;
+                if len > cursor {
+                    return Some((cursor, len));
+                }
+                return None;
+            }
+        }
+    }))
+}
+
+/// The total length of [`reply_regions`].
+pub fn reply_inline_len(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
+    Ok(reply_regions(len, payloads)?.map(|(s, e)| e - s).sum())
+}

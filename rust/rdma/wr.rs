@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Chains of send-queue work requests (RDMA Read and Write, fast
+//! registration, invalidation, Send), built in reusable storage and posted
+//! as one list.
+
+use kernel::prelude::*;
+
+use crate::bindings;
+
+/// One work request of any kind the data path posts.
+enum Wr {
+    Rdma(bindings::ib_rdma_wr),
+    Reg(bindings::ib_reg_wr),
+    Plain(bindings::ib_send_wr),
+}
+
+impl Wr {
+    fn base(&mut self) -> &mut bindings::ib_send_wr {
+        match self {
+            Wr::Rdma(w) => &mut w.wr,
+            Wr::Reg(w) => &mut w.wr,
+            Wr::Plain(w) => w,
+        }
+    }
+}
+
+/// A chain under construction. Its storage is kept between uses, so a
+/// connection's steady state allocates nothing.
+pub(crate) struct Chain {
+    wrs: KVec<Wr>,
+    sges: KVec<bindings::ib_sge>,
+    /// Per work request: index of its first SGE and how many.
+    spans: KVec<(usize, usize)>,
+}
+
+// SAFETY: the chain is plain data; the raw pointers it holds (MRs, links)
+// are only dereferenced by the device after posting.
+unsafe impl Send for Chain {}
+// SAFETY: as above.
+unsafe impl Sync for Chain {}
+
+impl Chain {
+    /// An empty chain.
+    pub(crate) const fn new() -> Self {
+        Self {
+            wrs: KVec::new(),
+            sges: KVec::new(),
+            spans: KVec::new(),
+        }
+    }
+
+    /// Forgets every request (storage kept).
+    pub(crate) fn clear(&mut self) {
+        self.wrs.clear();
+        self.sges.clear();
+        self.spans.clear();
+    }
+
+    /// Work requests in the chain.
+    pub(crate) fn len(&self) -> usize {
+        self.wrs.len()
+    }
+
+    /// Whether the chain is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.wrs.is_empty()
+    }
+
+    fn push(&mut self, wr: Wr, sges: &[bindings::ib_sge]) -> Result {
+        self.wrs.reserve(1, GFP_KERNEL)?;
+        self.spans.reserve(1, GFP_KERNEL)?;
+        self.sges.reserve(sges.len(), GFP_KERNEL)?;
+        let first = self.sges.len();
+        for s in sges {
+            self.sges.push_within_capacity(*s).map_err(|_| ENOMEM)?;
+        }
+        self.spans
+            .push_within_capacity((first, sges.len()))
+            .map_err(|_| ENOMEM)?;
+        self.wrs.push_within_capacity(wr).map_err(|_| ENOMEM)?;
+        Ok(())
+    }
+
+    /// An RDMA Write of `sges` to `remote_addr` under `rkey`.
+    pub(crate) fn write(&mut self, remote_addr: u64, rkey: u32, sges: &[bindings::ib_sge]) -> Result {
+        self.rdma(bindings::IB_WR_RDMA_WRITE, remote_addr, rkey, sges, 0)
+    }
+
+    /// An RDMA Read from `remote_addr` under `rkey` into `sges`; with
+    /// `invalidate`, also invalidates that local key once the data is in
+    /// (iWARP's Read With Invalidate).
+    pub(crate) fn read(
+        &mut self,
+        remote_addr: u64,
+        rkey: u32,
+        sges: &[bindings::ib_sge],
+        invalidate: Option<u32>,
+    ) -> Result {
+        match invalidate {
+            Some(key) => self.rdma(
+                bindings::IB_WR_RDMA_READ_WITH_INV,
+                remote_addr,
+                rkey,
+                sges,
+                key,
+            ),
+            None => self.rdma(bindings::IB_WR_RDMA_READ, remote_addr, rkey, sges, 0),
+        }
+    }
+
+    fn rdma(
+        &mut self,
+        opcode: bindings::ib_wr_opcode,
+        remote_addr: u64,
+        rkey: u32,
+        sges: &[bindings::ib_sge],
+        invalidate: u32,
+    ) -> Result {
+        let mut wr = bindings::ib_rdma_wr {
+            remote_addr,
+            rkey,
+            ..Default::default()
+        };
+        wr.wr.opcode = opcode;
+        wr.wr.ex.invalidate_rkey = invalidate;
+        self.push(Wr::Rdma(wr), sges)
+    }
+
+    /// A fast registration of `mr` (already mapped) under `key` with
+    /// `access` rights.
+    pub(crate) fn reg_mr(&mut self, mr: *mut bindings::ib_mr, key: u32, access: u32) -> Result {
+        let mut wr = bindings::ib_reg_wr {
+            mr,
+            key,
+            access: access as _,
+            ..Default::default()
+        };
+        wr.wr.opcode = bindings::IB_WR_REG_MR;
+        self.push(Wr::Reg(wr), &[])
+    }
+
+    /// A local invalidation of `key`.
+    pub(crate) fn local_inv(&mut self, key: u32) -> Result {
+        let mut wr = bindings::ib_send_wr {
+            opcode: bindings::IB_WR_LOCAL_INV,
+            ..Default::default()
+        };
+        wr.ex.invalidate_rkey = key;
+        self.push(Wr::Plain(wr), &[])
+    }
+
+    /// A Send of `sges`; with `invalidate`, a Send With Invalidate of that
+    /// remote key.
+    pub(crate) fn send(&mut self, sges: &[bindings::ib_sge], invalidate: Option<u32>) -> Result {
+        let mut wr = bindings::ib_send_wr::default();
+        match invalidate {
+            Some(key) => {
+                wr.opcode = bindings::IB_WR_SEND_WITH_INV;
+                wr.ex.invalidate_rkey = key;
+            }
+            None => wr.opcode = bindings::IB_WR_SEND,
+        }
+        self.push(Wr::Plain(wr), sges)
+    }
+
+    /// Links the chain for posting: every request signaled, completing to
+    /// `cqe`. Returns its head (null if empty). The chain must not change
+    /// until the post call returns.
+    pub(crate) fn link(&mut self, cqe: *mut bindings::ib_cqe) -> *mut bindings::ib_send_wr {
+        let sges = self.sges.as_mut_ptr();
+        let mut next: *mut bindings::ib_send_wr = core::ptr::null_mut();
+        for (wr, &(first, count)) in self.wrs.iter_mut().zip(self.spans.iter()).rev() {
+            let b = wr.base();
+            b.next = next;
+            b.__bindgen_anon_1.wr_cqe = cqe;
+            b.send_flags |= bindings::IB_SEND_SIGNALED;
+            b.num_sge = count as i32;
+            b.sg_list = if count == 0 {
+                core::ptr::null_mut()
+            } else {
+                // SAFETY: `first..first + count` is inside `sges` (pushed
+                // together with the request).
+                unsafe { sges.add(first) }
+            };
+            next = b;
+        }
+        next
+    }
+
+    /// The position of a linked request in the chain (for a failed post).
+    pub(crate) fn position(&mut self, wr: *const bindings::ib_send_wr) -> Option<usize> {
+        self.wrs
+            .iter_mut()
+            .position(|w| core::ptr::eq(w.base() as *const _, wr))
+    }
+}

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One nfsd request slot (`struct svc_rqst`) as a transport sees it: the
+//! argument pages a Call is assembled into, the Reply's `xdr_buf`, and the
+//! transport's per-request context pointer.
+
+use core::marker::PhantomData;
+
+use kernel::prelude::*;
+
+use super::SvcXprt;
+use crate::bindings;
+
+/// The page size the argument and reply buffers are made of.
+pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+
+/// A request slot borrowed for one `xpo_*` call.
+///
+/// # Invariants
+///
+/// `ptr` is a live `svc_rqst` owned by the calling nfsd thread for `'a`.
+pub(crate) struct Rqst<'a> {
+    ptr: *mut bindings::svc_rqst,
+    _p: PhantomData<&'a mut bindings::svc_rqst>,
+}
+
+/// A contiguous piece of a Reply: virtual memory (head or tail) or part of
+/// a page.
+#[derive(Clone, Copy)]
+pub(crate) enum Piece {
+    /// `len` bytes at kernel virtual address `ptr`.
+    Virt(*mut u8, usize),
+    /// `len` bytes at `offset` in `page`.
+    Page(*mut bindings::page, usize, usize),
+}
+
+impl Piece {
+    /// Its length.
+    pub(crate) fn len(&self) -> usize {
+        match *self {
+            Piece::Virt(_, l) | Piece::Page(_, _, l) => l,
+        }
+    }
+
+    /// Its bytes.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid and unchanged while the slice is used
+    /// (true for a Reply during `xpo_sendto`).
+    pub(crate) unsafe fn bytes<'b>(&self) -> &'b [u8] {
+        match *self {
+            // SAFETY: the caller's promise; a Reply's kvecs are valid.
+            Piece::Virt(p, l) => unsafe { core::slice::from_raw_parts(p, l) },
+            Piece::Page(page, off, l) => {
+                // SAFETY: reply pages are lowmem pages nfsd owns; `off + l`
+                // stays within the page (built that way by `Rqst`).
+                unsafe {
+                    let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
+                    core::slice::from_raw_parts(base.add(off), l)
+                }
+            }
+        }
+    }
+}
+
+impl<'a> Rqst<'a> {
+    /// Borrows the request sunrpc passed to an op.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a live request owned by the calling thread for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::svc_rqst) -> Self {
+        // INVARIANT: the caller's promise.
+        Self {
+            ptr,
+            _p: PhantomData,
+        }
+    }
+
+    fn r(&self) -> &bindings::svc_rqst {
+        // SAFETY: live and ours (invariant).
+        unsafe { &*self.ptr }
+    }
+
+    fn r_mut(&mut self) -> &mut bindings::svc_rqst {
+        // SAFETY: live and ours (invariant).
+        unsafe { &mut *self.ptr }
+    }
+
+    /// The transport's context for this request (null if none).
+    pub(crate) fn ctxt(&self) -> *mut c_void {
+        self.r().rq_xprt_ctxt
+    }
+
+    /// Sets the transport's context for this request.
+    pub(crate) fn set_ctxt(&mut self, ctxt: *mut c_void) {
+        self.r_mut().rq_xprt_ctxt = ctxt;
+    }
+
+    /// Gives no reply pages back on an early return (as sunrpc expects
+    /// before a message is received).
+    pub(crate) fn reset_reply_pages(&mut self) {
+        let r = self.r_mut();
+        r.rq_next_page = r.rq_respages;
+    }
+
+    /// Bytes the argument buffer holds: the pages before the reply pages.
+    pub(crate) fn arg_capacity(&self) -> usize {
+        let r = self.r();
+        // SAFETY: `rq_respages` points into the `rq_pages` array, at or
+        // after its start (sunrpc's layout).
+        let pages = unsafe { r.rq_respages.offset_from(r.rq_pages) };
+        usize::try_from(pages).unwrap_or(0).saturating_mul(PAGE_SIZE)
+    }
+
+    /// The argument page holding byte `offset` of the Call, and the offset
+    /// within it.
+    pub(crate) fn arg_page(&self, offset: usize) -> Option<(*mut bindings::page, usize)> {
+        if offset >= self.arg_capacity() {
+            return None;
+        }
+        let r = self.r();
+        // SAFETY: in range of the argument pages (checked above); sunrpc
+        // filled every entry before calling `xpo_recvfrom`.
+        let page = unsafe { *r.rq_pages.add(offset / PAGE_SIZE) };
+        (!page.is_null()).then_some((page, offset % PAGE_SIZE))
+    }
+
+    /// The pages of `len` bytes at `offset` of the argument buffer, as
+    /// `(page, offset in page, bytes)`.
+    pub(crate) fn arg_range(&self, offset: usize, len: usize) -> Result<ArgRange<'_, 'a>> {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.arg_capacity() {
+            return Err(EMSGSIZE);
+        }
+        Ok(ArgRange {
+            rq: self,
+            at: offset,
+            end,
+        })
+    }
+
+    /// Copies `src` into the argument buffer at `offset`.
+    pub(crate) fn arg_write(&mut self, offset: usize, src: &[u8]) -> Result {
+        self.arg_fill(offset, src.len(), |dst, at| {
+            dst.copy_from_slice(&src[at..at + dst.len()])
+        })
+    }
+
+    /// Zeroes `len` bytes of the argument buffer at `offset`.
+    pub(crate) fn arg_zero(&mut self, offset: usize, len: usize) -> Result {
+        self.arg_fill(offset, len, |dst, _| dst.fill(0))
+    }
+
+    fn arg_fill(
+        &mut self,
+        mut offset: usize,
+        len: usize,
+        mut f: impl FnMut(&mut [u8], usize),
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.arg_capacity() {
+            return Err(EMSGSIZE);
+        }
+        let mut done = 0;
+        while offset < end {
+            let (page, off) = self.arg_page(offset).ok_or(EINVAL)?;
+            let n = (PAGE_SIZE - off).min(end - offset);
+            // SAFETY: an argument page of this request (lowmem, owned by
+            // the nfsd thread); `off + n` stays within it.
+            let dst = unsafe {
+                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
+                core::slice::from_raw_parts_mut(base.add(off), n)
+            };
+            f(dst, done);
+            done += n;
+            offset += n;
+        }
+        Ok(())
+    }
+
+    /// Declares the Call assembled: `len` bytes from the start of the
+    /// argument buffer (head = first page, the rest in the page list, as
+    /// a stream transport leaves it).
+    pub(crate) fn set_arg_len(&mut self, len: usize) {
+        let len = len.min(self.arg_capacity());
+        let arg = &mut self.r_mut().rq_arg;
+        arg.head[0].iov_len = len.min(PAGE_SIZE);
+        arg.page_base = 0;
+        arg.page_len = (len - arg.head[0].iov_len) as u32;
+        arg.len = len as u32;
+        arg.tail[0].iov_len = 0;
+    }
+
+    /// The first bytes of the assembled Call.
+    pub(crate) fn arg_head(&self) -> &[u8] {
+        let head = &self.r().rq_arg.head[0];
+        if head.iov_base.is_null() {
+            return &[];
+        }
+        // SAFETY: the head kvec describes the first argument page.
+        unsafe { core::slice::from_raw_parts(head.iov_base.cast::<u8>(), head.iov_len) }
+    }
+
+    /// Finishes a received Call: peer addresses, protocol, and the secure
+    /// flag (RDMA connections need privileges, as the C transport says).
+    pub(crate) fn complete_receive(&mut self, xprt: &SvcXprt) {
+        self.r_mut().rq_prot = bindings::IPPROTO_MAX;
+        // SAFETY: both are live; sunrpc's helper copies the addresses.
+        unsafe {
+            bindings::svc_xprt_copy_addrs(self.ptr, xprt.as_ptr());
+            bindings::svcrdma_rs_rqst_set_secure(self.ptr);
+        }
+    }
+
+    /// The Reply's length.
+    pub(crate) fn res_len(&self) -> usize {
+        self.r().rq_res.len as usize
+    }
+
+    /// Calls `f` on each contiguous piece of bytes `[start, end)` of the
+    /// Reply, in order. Fails if the range is outside the Reply.
+    pub(crate) fn res_pieces(
+        &self,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(Piece) -> Result,
+    ) -> Result {
+        let res = &self.r().rq_res;
+        if start > end || end > res.len as usize {
+            return Err(EINVAL);
+        }
+        let head = (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len);
+        let pages_len = res.page_len as usize;
+        let tail = (res.tail[0].iov_base.cast::<u8>(), res.tail[0].iov_len);
+        let mut at = 0usize;
+        // Head.
+        let (hs, he) = (at, at + head.1);
+        if start < he && end > hs {
+            let s = start.max(hs) - hs;
+            let e = end.min(he) - hs;
+            // SAFETY: within the head kvec.
+            f(Piece::Virt(unsafe { head.0.add(s) }, e - s))?;
+        }
+        at = he;
+        // Pages.
+        let (ps, pe) = (at, at + pages_len);
+        if start < pe && end > ps {
+            let mut pos = start.max(ps) - ps;
+            let stop = end.min(pe) - ps;
+            let base = res.page_base as usize;
+            while pos < stop {
+                let abs = base + pos;
+                let off = abs % PAGE_SIZE;
+                let n = (PAGE_SIZE - off).min(stop - pos);
+                // SAFETY: the page list covers `page_base + page_len` bytes.
+                let page = unsafe { *res.pages.add(abs / PAGE_SIZE) };
+                if page.is_null() {
+                    return Err(EINVAL);
+                }
+                f(Piece::Page(page, off, n))?;
+                pos += n;
+            }
+        }
+        at = pe;
+        // Tail.
+        let (ts, te) = (at, at + tail.1);
+        if start < te && end > ts {
+            let s = start.max(ts) - ts;
+            let e = end.min(te) - ts;
+            // SAFETY: within the tail kvec.
+            f(Piece::Virt(unsafe { tail.0.add(s) }, e - s))?;
+        }
+        Ok(())
+    }
+}
+
+/// Iterator of [`Rqst::arg_range`].
+#[derive(Clone)]
+pub(crate) struct ArgRange<'r, 'a> {
+    rq: &'r Rqst<'a>,
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for ArgRange<'_, '_> {
+    type Item = (*mut bindings::page, usize, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        let (page, off) = self.rq.arg_page(self.at)?;
+        let n = (PAGE_SIZE - off).min(self.end - self.at);
+        self.at += n;
+        Some((page, off, n))
+    }
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The per-RPC context: what a Call leaves for its Reply.
+//!
+//! `xpo_recvfrom` takes a context from the connection's pool, keeps a copy
+//! of the Call's transport header in it (the Reply echoes its Write list
+//! and Reply chunk) and hangs it on the request (`rq_xprt_ctxt`);
+//! `xpo_result_payload` notes where each Write chunk's payload lies;
+//! `xpo_sendto` uses it, with its mapped send buffer and work-request
+//! storage, and `xpo_release_ctxt` gives it back. Steady state allocates
+//! nothing: a pool has one context per credit, and grows (to a bound) only
+//! for a client that sends more Calls than it was granted.
+
+use kernel::prelude::*;
+
+use crate::{
+    bindings,
+    proto::{
+        inline::{RECV_SIZE, SEND_SIZE},
+        layout::Payload,
+    },
+    rdma::{dma::DmaMaps, wr::Chain, Device},
+};
+
+/// Write chunks per Call we handle (more is answered with ERR_CHUNK).
+pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
+
+/// One RPC's transport state.
+///
+/// # Invariants
+///
+/// `send_dma` maps `send_buf` (`SEND_SIZE` bytes) on `dev` for the device
+/// to read, for the whole life of the context.
+pub(crate) struct CallCtxt {
+    /// The Call's transport header, copied out of the receive buffer.
+    pub(crate) hdr: KVec<u8>,
+    /// Per Write chunk of the Call, by index: the payload nfsd placed in it.
+    pub(crate) payloads: [Payload; MAX_WRITE_CHUNKS],
+    /// Write chunks handed out to `xpo_result_payload` so far.
+    pub(crate) next_write: usize,
+    /// The Reply's transport header and inline part.
+    pub(crate) send_buf: KVec<u8>,
+    pub(crate) send_dma: u64,
+    /// Work requests being built.
+    pub(crate) chain: Chain,
+    /// DMA mappings of this RPC's data pages.
+    pub(crate) maps: DmaMaps,
+    /// FRMR pool entries this RPC holds.
+    pub(crate) mrs: KVec<u16>,
+    dev: *mut bindings::ib_device,
+}
+
+// SAFETY: a context is used by one thread at a time (the nfsd thread that
+// owns its request); the device pointer is only used to unmap.
+unsafe impl Send for CallCtxt {}
+// SAFETY: as above.
+unsafe impl Sync for CallCtxt {}
+
+const NO_PAYLOAD: Payload = Payload {
+    position: 0,
+    len: 0,
+};
+
+impl CallCtxt {
+    /// A context for `dev`, its send buffer mapped.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must outlive the context.
+    pub(crate) unsafe fn new(dev: &Device<'_>) -> Result<KBox<Self>> {
+        let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
+        hdr.clear();
+        let mut send_buf = KVec::with_capacity(SEND_SIZE as usize, GFP_KERNEL)?;
+        send_buf.resize(SEND_SIZE as usize, 0, GFP_KERNEL)?;
+        // SAFETY: `send_buf` is a kmalloc'ed buffer that never moves or
+        // changes size while mapped (invariant).
+        let send_dma = unsafe {
+            bindings::svcrdma_rs_dma_map_single(
+                dev.as_ptr(),
+                send_buf.as_mut_ptr().cast(),
+                SEND_SIZE as usize,
+                bindings::DMA_TO_DEVICE,
+            )
+        };
+        // SAFETY: from a mapping call on this device.
+        if unsafe { bindings::svcrdma_rs_dma_mapping_error(dev.as_ptr(), send_dma) } != 0 {
+            return Err(EIO);
+        }
+        let ctxt = Self {
+            hdr,
+            payloads: [NO_PAYLOAD; MAX_WRITE_CHUNKS],
+            next_write: 0,
+            send_buf,
+            send_dma,
+            chain: Chain::new(),
+            // SAFETY: the caller keeps `dev` alive longer than the context.
+            maps: unsafe { DmaMaps::new(dev) },
+            mrs: KVec::new(),
+            dev: dev.as_ptr(),
+        };
+        // If the box cannot be allocated, `ctxt` drops and unmaps.
+        Ok(KBox::new(ctxt, GFP_KERNEL)?)
+    }
+
+    /// Forgets the previous RPC.
+    pub(crate) fn reset(&mut self) {
+        self.hdr.clear();
+        self.payloads = [NO_PAYLOAD; MAX_WRITE_CHUNKS];
+        self.next_write = 0;
+        self.chain.clear();
+        self.maps.unmap_all();
+    }
+
+    /// Makes the first `len` bytes of the send buffer visible to the device.
+    pub(crate) fn sync_send(&self, len: usize) {
+        // SAFETY: a live mapping (invariant), `len` within it.
+        unsafe {
+            bindings::svcrdma_rs_dma_sync_for_device(
+                self.dev,
+                self.send_dma,
+                len.min(SEND_SIZE as usize),
+                bindings::DMA_TO_DEVICE,
+            )
+        };
+    }
+}
+
+impl Drop for CallCtxt {
+    fn drop(&mut self) {
+        self.maps.unmap_all();
+        // SAFETY: mapped at creation (invariant); no work request uses the
+        // buffer (every post is waited for).
+        unsafe {
+            bindings::svcrdma_rs_dma_unmap_single(
+                self.dev,
+                self.send_dma,
+                SEND_SIZE as usize,
+                bindings::DMA_TO_DEVICE,
+            )
+        };
+    }
+}

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA Read and Write under the connection's memory model.
+//!
+//! *Reads* pull a Call's Read chunks from the client into nfsd's argument
+//! pages. The sink is the only memory the client's adapter writes into,
+//! so the memory model decides how it is exposed:
+//! - FRMR: each sink piece is registered in an MR from the connection's
+//!   pool under a fresh key (REG_MR), read into, and invalidated — by the
+//!   Read itself on iWARP devices with Read With Invalidate, by a LOCAL_INV
+//!   once the Reads are done otherwise — before the MR returns to the pool.
+//! - DMA MR: the sink is addressed with the PD's local key (IB, RoCE), or,
+//!   where policy allowed a remote-write DMA MR (iWARP), with its rkey.
+//!
+//! *Writes* push Reply data (Write chunk payloads, the Reply chunk) from
+//! nfsd's reply pages: the adapter only reads local memory, so the PD's
+//! local key serves every model.
+
+use kernel::prelude::*;
+
+use super::{connection::Connection, ctxt::CallCtxt, sq::post_and_wait};
+use crate::{
+    bindings,
+    proto::{memreg::Model, rpcrdma::chunk::Segment},
+    rdma::{dma::DmaMaps, wr::Chain},
+    sunrpc::{Piece, Rqst, PAGE_SIZE},
+};
+
+/// SGEs of one work request, at most.
+const MAX_SGE: usize = 8;
+
+/// Reads `segs` (one Read chunk, in order) from the client into the
+/// argument buffer at `dst`, adding the work to `ctxt`'s chain (FRMR
+/// registrations and Reads). Returns the keys to invalidate afterwards.
+fn build_reads(
+    conn: &Connection,
+    rq: &Rqst<'_>,
+    ctxt: &mut CallCtxt,
+    segs: &mut dyn Iterator<Item = Segment>,
+    mut dst: usize,
+) -> Result {
+    let res = conn.res().ok_or(ENOTCONN)?;
+    let dev = res.cm_id.device().ok_or(ENODEV)?.as_ptr();
+    match conn.info.model {
+        Model::Frmr {
+            sink_remote_write,
+            read_with_inv,
+            ..
+        } => {
+            let pool = res.frmrs.as_ref().ok_or(EINVAL)?;
+            let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
+            let mut access = bindings::IB_ACCESS_LOCAL_WRITE;
+            if sink_remote_write {
+                access |= bindings::IB_ACCESS_REMOTE_WRITE;
+            }
+            for seg in segs {
+                let mut done = 0usize;
+                let len = seg.length as usize;
+                while done < len {
+                    let at = dst + done;
+                    // One MR maps whole pages after the first one's offset.
+                    let n = (len - done).min(max_bytes - at % PAGE_SIZE);
+                    let before = ctxt.mrs.len();
+                    // Recorded in the context at once: whatever happens, it
+                    // goes back (unmapped) when the RPC ends.
+                    conn.mrs_take(1, &mut ctxt.mrs)?;
+                    let index = *ctxt.mrs.get(before).ok_or(ENOMEM)?;
+                    let pages = rq.arg_range(at, n)?;
+                    // SAFETY: we hold the entry; the argument pages stay
+                    // allocated for the RPC, past the Reads' completion.
+                    let mr = unsafe { pool.map(dev, index, pages, n) }?;
+                    // SAFETY: the MR is ours and not registered.
+                    let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
+                    ctxt.chain.reg_mr(mr, key, access)?;
+                    // SAFETY: `mr` is live; `map` set its iova and lkey.
+                    let (iova, lkey) = unsafe { ((*mr).iova, (*mr).lkey) };
+                    let sge = bindings::ib_sge {
+                        addr: iova,
+                        length: n as u32,
+                        lkey,
+                    };
+                    let inv = read_with_inv.then_some(lkey);
+                    ctxt.chain
+                        .read(seg.offset + done as u64, seg.handle, &[sge], inv)?;
+                    done += n;
+                }
+                dst += len;
+            }
+        }
+        Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
+            let key = match conn.info.model {
+                // SAFETY: the PD is live; the field is set at allocation
+                // (policy asked for the global rkey for this model only).
+                Model::DmaMrRemoteWrite => unsafe { (*res.pd.as_ptr()).unsafe_global_rkey },
+                _ => res.pd.local_dma_lkey(),
+            };
+            let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
+            let CallCtxt { chain, maps, .. } = ctxt;
+            for seg in segs {
+                let mut sges = [bindings::ib_sge::default(); MAX_SGE];
+                let mut count = 0usize;
+                let mut wr_start = 0u64;
+                let mut wr_len = 0u64;
+                let mut placed = 0usize;
+                for (page, off, len) in rq.arg_range(dst, seg.length as usize)? {
+                    placed += len;
+                    // SAFETY: argument pages stay allocated for the RPC.
+                    let addr =
+                        unsafe { maps.map_page(page, off, len, bindings::DMA_FROM_DEVICE) }?;
+                    if let Some(s) = sges.get_mut(count) {
+                        *s = bindings::ib_sge {
+                            addr,
+                            length: len as u32,
+                            lkey: key,
+                        };
+                    }
+                    count += 1;
+                    wr_len += len as u64;
+                    if count == max_sge {
+                        chain.read(seg.offset + wr_start, seg.handle, &sges[..count], None)?;
+                        wr_start += wr_len;
+                        wr_len = 0;
+                        count = 0;
+                    }
+                }
+                if placed != seg.length as usize {
+                    return Err(EMSGSIZE);
+                }
+                if count > 0 {
+                    chain.read(seg.offset + wr_start, seg.handle, &sges[..count], None)?;
+                }
+                dst += seg.length as usize;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pulls every Read chunk of a Call into the argument buffer: `chunks`
+/// gives, per chunk, its segments and destination offset.
+pub(super) fn read_chunks<'h>(
+    conn: &Connection,
+    rq: &Rqst<'_>,
+    ctxt: &mut CallCtxt,
+    chunks: impl Iterator<Item = (&'h mut dyn Iterator<Item = Segment>, usize)>,
+) -> Result {
+    ctxt.chain.clear();
+    for (segs, dst) in chunks {
+        build_reads(conn, rq, ctxt, segs, dst)?;
+    }
+    post_and_wait(conn, &mut ctxt.chain)?;
+    invalidate(conn, ctxt)
+}
+
+/// Invalidates the MRs the RPC registered (unless the Reads did) and
+/// returns them to the pool.
+fn invalidate(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
+    let Some(res) = conn.res() else {
+        return Ok(());
+    };
+    let Some(pool) = res.frmrs.as_ref() else {
+        return Ok(());
+    };
+    let read_with_inv = matches!(
+        conn.info.model,
+        Model::Frmr {
+            read_with_inv: true,
+            ..
+        }
+    );
+    let mut result = Ok(());
+    if !read_with_inv && !ctxt.mrs.is_empty() {
+        ctxt.chain.clear();
+        for &i in ctxt.mrs.iter() {
+            if let Some(mr) = pool.mr(i) {
+                // SAFETY: a live MR we hold.
+                let key = unsafe { (*mr).lkey };
+                ctxt.chain.local_inv(key)?;
+            }
+        }
+        result = post_and_wait(conn, &mut ctxt.chain);
+    }
+    if result.is_ok() {
+        if let Some(dev) = res.cm_id.device() {
+            for &i in ctxt.mrs.iter() {
+                // SAFETY: we hold entry `i`; its Read completed.
+                unsafe { pool.unmap(dev.as_ptr(), i) };
+            }
+        }
+        conn.mrs_give(&mut ctxt.mrs);
+    }
+    // On failure the connection is closing: the MRs stay with the context
+    // (still registered until the QP is gone, and never used again).
+    result
+}
+
+/// Accumulates RDMA Writes of local bytes into a chunk's segments.
+struct ChunkWriter<'c, I: Iterator<Item = Segment>> {
+    chain: &'c mut Chain,
+    segs: I,
+    /// The current segment and the bytes of it already filled.
+    seg: Option<(Segment, u32)>,
+    sges: [bindings::ib_sge; MAX_SGE],
+    count: usize,
+    max_sge: usize,
+    /// Where the pending work request starts in the current segment.
+    wr_start: u32,
+    lkey: u32,
+    written: u32,
+}
+
+impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
+    fn new(chain: &'c mut Chain, segs: I, max_sge: usize, lkey: u32) -> Self {
+        Self {
+            chain,
+            segs,
+            seg: None,
+            sges: [bindings::ib_sge::default(); MAX_SGE],
+            count: 0,
+            max_sge: max_sge.clamp(1, MAX_SGE),
+            wr_start: 0,
+            lkey,
+            written: 0,
+        }
+    }
+
+    /// Ends the pending work request.
+    fn flush(&mut self) -> Result {
+        if self.count == 0 {
+            return Ok(());
+        }
+        let Some((seg, filled)) = self.seg else {
+            return Err(EINVAL);
+        };
+        self.chain.write(
+            seg.offset + u64::from(self.wr_start),
+            seg.handle,
+            &self.sges[..self.count],
+        )?;
+        self.count = 0;
+        self.wr_start = filled;
+        Ok(())
+    }
+
+    /// Adds `len` bytes mapped at `addr`.
+    fn add(&mut self, mut addr: u64, mut len: u32) -> Result {
+        while len > 0 {
+            let (seg, filled) = match self.seg {
+                Some((s, f)) if f < s.length => (s, f),
+                _ => {
+                    self.flush()?;
+                    let s = self.segs.next().ok_or(EMSGSIZE)?;
+                    self.seg = Some((s, 0));
+                    self.wr_start = 0;
+                    (s, 0)
+                }
+            };
+            let n = len.min(seg.length - filled);
+            if self.count == self.max_sge {
+                self.flush()?;
+            }
+            self.sges[self.count] = bindings::ib_sge {
+                addr,
+                length: n,
+                lkey: self.lkey,
+            };
+            self.count += 1;
+            self.seg = Some((seg, filled + n));
+            self.written += n;
+            addr += u64::from(n);
+            len -= n;
+            if filled + n == seg.length {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<u32> {
+        self.flush()?;
+        Ok(self.written)
+    }
+}
+
+/// Adds RDMA Writes of Reply bytes `ranges` (in order) into the chunk whose
+/// segments are `segs`. Returns the bytes written.
+pub(super) fn build_writes(
+    conn: &Connection,
+    rq: &Rqst<'_>,
+    chain: &mut Chain,
+    maps: &mut DmaMaps,
+    segs: impl Iterator<Item = Segment>,
+    ranges: impl Iterator<Item = (u32, u32)>,
+) -> Result<u32> {
+    let res = conn.res().ok_or(ENOTCONN)?;
+    let mut w = ChunkWriter::new(chain, segs, res.send_sge as usize, res.pd.local_dma_lkey());
+    for (start, end) in ranges {
+        rq.res_pieces(start as usize, end as usize, |piece| {
+            // SAFETY: Reply memory stays allocated and unchanged until
+            // `xpo_sendto` returns, after the Writes complete.
+            let addr = unsafe {
+                match piece {
+                    Piece::Virt(p, l) => maps.map_virt(p, l, bindings::DMA_TO_DEVICE),
+                    Piece::Page(page, off, l) => {
+                        maps.map_page(page, off, l, bindings::DMA_TO_DEVICE)
+                    }
+                }
+            }?;
+            w.add(addr, piece.len() as u32)
+        })?;
+    }
+    w.finish()
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `xpo_sendto` and `xpo_result_payload`: sending a Reply.
+//!
+//! A Reply is nfsd's XDR stream with the result payloads it reported for
+//! Write chunks cut out (`proto::layout::reply_regions`). Those payloads go
+//! by RDMA Write into the client's Write chunks. The rest goes inline if
+//! the transport header plus it fit the *client's* receive size (RFC 8797:
+//! what it advertised, or 1024), otherwise by RDMA Write into the Reply
+//! chunk; if the client offered none, it gets RDMA_ERROR (ERR_CHUNK).
+//!
+//! The Writes and the Send go as one chain, waited for before returning, so
+//! nfsd's reply pages are never in the device's hands after `xpo_sendto`.
+//! The Send invalidates the client's STag (Send With Invalidate) only when
+//! both peers set the R bit (RFC 8797 §4) and the Call's chunks all named
+//! that one STag.
+
+use kernel::prelude::*;
+
+use super::{
+    connection::Connection,
+    ctxt::{CallCtxt, MAX_WRITE_CHUNKS},
+    recvfrom::LIMITS,
+    rw,
+    sq::post_and_wait,
+};
+use crate::{
+    bindings,
+    log::pr_warn_ratelimited,
+    proto::{
+        inline::max_inline_reply,
+        layout::{reply_inline_len, reply_regions, Payload},
+        rpcrdma::{
+            encode::{encode_error_chunk, encode_error_for, encode_reply},
+            header::{decode, DecodeError, Header, Proc},
+        },
+    },
+    sunrpc::{Piece, Rqst},
+};
+
+/// `xpo_result_payload`: nfsd placed `length` bytes of result data at
+/// `offset` of the Reply; they go into the Call's next Write chunk, if it
+/// has one.
+pub(super) fn result_payload(rqstp: *mut bindings::svc_rqst, offset: u32, length: u32) -> c_int {
+    // SAFETY: sunrpc passes a live request owned by this thread.
+    let rq = unsafe { Rqst::from_raw(rqstp) };
+    let ptr = rq.ctxt().cast::<CallCtxt>();
+    if ptr.is_null() || length == 0 {
+        return 0;
+    }
+    // SAFETY: our contexts are the only `rq_xprt_ctxt` values we set; the
+    // request owns it until `xpo_release_ctxt`.
+    let ctxt = unsafe { &mut *ptr };
+    let Ok(header) = decode(&ctxt.hdr, &LIMITS) else {
+        return EINVAL.to_errno();
+    };
+    let k = ctxt.next_write;
+    let Some(chunk) = header.writes.iter().nth(k) else {
+        // No Write chunk left: the payload stays in the Reply.
+        return 0;
+    };
+    if length > chunk.total() || k >= MAX_WRITE_CHUNKS {
+        return E2BIG.to_errno();
+    }
+    ctxt.payloads[k] = Payload {
+        position: offset,
+        len: length,
+    };
+    ctxt.next_write = k + 1;
+    0
+}
+
+/// `xpo_sendto`: sends the Reply of the request's Call. Returns the Reply's
+/// length, or a negative errno (the connection is then closing).
+pub(super) fn sendto(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int {
+    // SAFETY: sunrpc passes a live request owned by this thread.
+    let rq = unsafe { Rqst::from_raw(rqstp) };
+    let ptr = rq.ctxt().cast::<CallCtxt>();
+    if ptr.is_null() {
+        return ENOTCONN.to_errno();
+    }
+    // SAFETY: as in `result_payload`.
+    let ctxt = unsafe { &mut *ptr };
+    match send_reply(conn, &rq, ctxt) {
+        Ok(len) => c_int::try_from(len).unwrap_or(c_int::MAX),
+        Err(e) => {
+            pr_warn_ratelimited!(
+                "connection {}: sending a Reply failed: error {}, closing\n",
+                conn.id,
+                e.to_errno()
+            );
+            conn.close();
+            ENOTCONN.to_errno()
+        }
+    }
+}
+
+/// The header of `ctxt`'s Call, decoded from its copy.
+///
+/// The returned views borrow `ctxt.hdr`, which is not touched until the
+/// context is reset; the rest of the context stays usable.
+fn call_header<'h>(ctxt: &CallCtxt) -> Result<Header<'h>> {
+    let (p, l) = (ctxt.hdr.as_ptr(), ctxt.hdr.len());
+    // SAFETY: `ctxt.hdr` is neither changed nor freed while the Reply is
+    // built (only `reset` does, when the context is released).
+    let hdr = unsafe { core::slice::from_raw_parts(p, l) };
+    decode(hdr, &LIMITS).map_err(|_| EINVAL)
+}
+
+fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
+    let res = conn.res().ok_or(ENOTCONN)?;
+    let call = call_header(ctxt)?;
+    let credits = conn.info.credits;
+    let len = u32::try_from(rq.res_len()).map_err(|_| EMSGSIZE)?;
+    let payloads = ctxt.payloads;
+    let inline_len = reply_inline_len(len, &payloads).map_err(|_| EINVAL)?;
+
+    ctxt.chain.clear();
+    ctxt.maps.unmap_all();
+    // Write chunk payloads.
+    let mut written = [0u32; MAX_WRITE_CHUNKS];
+    for (k, chunk) in call.writes.iter().enumerate().take(MAX_WRITE_CHUNKS) {
+        let p = payloads[k];
+        if p.len == 0 {
+            continue;
+        }
+        let CallCtxt { chain, maps, .. } = ctxt;
+        let range = core::iter::once((p.position, p.position + p.len));
+        written[k] = rw::build_writes(conn, rq, chain, maps, chunk.segments(), range)?;
+    }
+    let nwrites = call.writes.len().min(MAX_WRITE_CHUNKS);
+
+    // Inline if it fits the client's receive buffer.
+    let limit = max_inline_reply(&conn.info.client) as usize;
+    let msg_hdr = encode_reply(
+        &mut ctxt.send_buf[..],
+        credits,
+        Proc::Msg,
+        &call,
+        &written[..nwrites],
+        None,
+    )
+    .map_err(|_| EMSGSIZE)?;
+    let total = if msg_hdr + inline_len as usize <= limit {
+        let mut at = msg_hdr;
+        let buf = &mut ctxt.send_buf;
+        for (s, e) in reply_regions(len, &payloads).map_err(|_| EINVAL)? {
+            rq.res_pieces(s as usize, e as usize, |piece: Piece| {
+                // SAFETY: the Reply is stable during `xpo_sendto`.
+                let b = unsafe { piece.bytes() };
+                let dst = buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
+                dst.copy_from_slice(b);
+                at += b.len();
+                Ok(())
+            })?;
+        }
+        at
+    } else if let Some(reply) = call.reply {
+        let CallCtxt { chain, maps, .. } = ctxt;
+        let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
+        let n = rw::build_writes(conn, rq, chain, maps, reply.segments(), regions)?;
+        encode_reply(
+            &mut ctxt.send_buf[..],
+            credits,
+            Proc::NoMsg,
+            &call,
+            &written[..nwrites],
+            Some(n),
+        )
+        .map_err(|_| EMSGSIZE)?
+    } else {
+        pr_warn_ratelimited!(
+            "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor a Reply chunk, answered with RDMA_ERROR\n",
+            conn.id,
+            inline_len,
+            limit
+        );
+        ctxt.chain.clear();
+        ctxt.maps.unmap_all();
+        encode_error_chunk(&mut ctxt.send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+    };
+
+    let invalidate = if conn.info.remote_invalidate() {
+        call.single_handle()
+    } else {
+        None
+    };
+    ctxt.sync_send(total);
+    let sge = bindings::ib_sge {
+        addr: ctxt.send_dma,
+        length: total as u32,
+        lkey: res.pd.local_dma_lkey(),
+    };
+    ctxt.chain.send(&[sge], invalidate)?;
+    let posted = post_and_wait(conn, &mut ctxt.chain);
+    ctxt.maps.unmap_all();
+    posted?;
+    Ok(len as usize)
+}
+
+/// Answers a Call whose header was refused with the RDMA_ERROR RFC 8166
+/// asks for (nothing for a message too short to have an XID).
+pub(super) fn send_error(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> Result {
+    let res = conn.res().ok_or(ENOTCONN)?;
+    let len = match encode_error_for(&mut ctxt.send_buf[..], err, conn.info.credits) {
+        Ok(Some(len)) => len,
+        _ => return Ok(()),
+    };
+    ctxt.sync_send(len);
+    let sge = bindings::ib_sge {
+        addr: ctxt.send_dma,
+        length: len as u32,
+        lkey: res.pd.local_dma_lkey(),
+    };
+    ctxt.chain.clear();
+    ctxt.chain.send(&[sge], None)?;
+    post_and_wait(conn, &mut ctxt.chain)
+}

@@ -105,13 +105,17 @@ impl<'a> Rqst<'a> {
         r.rq_next_page = r.rq_respages;
     }
 
-    /// Bytes the argument buffer holds: the pages before the reply pages.
+    /// Bytes the argument buffer holds: the Call's own page array
+    /// (`rq_maxpages` entries), less the page sunrpc keeps spare.
     pub(crate) fn arg_capacity(&self) -> usize {
         let r = self.r();
-        // SAFETY: `rq_respages` points into the `rq_pages` array, at or
-        // after its start (sunrpc's layout).
-        let pages = unsafe { r.rq_respages.offset_from(r.rq_pages) };
-        usize::try_from(pages).unwrap_or(0).saturating_mul(PAGE_SIZE)
+        if r.rq_pages.is_null() {
+            return 0;
+        }
+        usize::try_from(r.rq_maxpages)
+            .unwrap_or(0)
+            .saturating_sub(1)
+            .saturating_mul(PAGE_SIZE)
     }
 
     /// The argument page holding byte `offset` of the Call, and the offset

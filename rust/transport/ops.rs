@@ -34,6 +34,16 @@ static OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
     xpo_handshake: None,
 };
 
+/// The class's transport identifier. nfsd builds an NFSv4.1 callback client
+/// on a session's connection with the client transport whose identifier is
+/// this one plus `XPRT_TRANSPORT_BC`. That must not be the C transport's
+/// (`XPRT_TRANSPORT_RDMA`): rpcrdma.ko's backchannel would take our
+/// connection for one of its own. Until this transport has a backchannel,
+/// no client transport answers to this identifier, so nfsd's callback
+/// setup fails cleanly and it tells the client its callback path is down;
+/// sessions, and v4.1/v4.2 mounts, work without it.
+const IDENT: i32 = bindings::XPRT_TRANSPORT_RDMA as i32 | 0x1_0000;
+
 /// Registers the class under the `xprt_name` parameter.
 ///
 /// If the name is taken, loading fails with one line that says how to pick
@@ -46,7 +56,7 @@ pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration
             module,
             &OPS,
             bindings::RPCSVC_MAXPAYLOAD,
-            bindings::XPRT_TRANSPORT_RDMA as i32,
+            IDENT,
         )
         .inspect_err(|e| {
             if *e == EEXIST {

@@ -20,10 +20,7 @@ use crate::{
     log::pr_warn_ratelimited,
     proto::{
         layout::{call_layout, Place, ReadChunkRef},
-        rpcrdma::{
-            chunk::Segment,
-            header::{decode, DecodeError, Limits, Proc},
-        },
+        rpcrdma::header::{decode, DecodeError, Limits, Proc},
     },
     sunrpc::Rqst,
 };
@@ -183,22 +180,18 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
         // chain, mappings and MRs.
         let hdr = unsafe { core::slice::from_raw_parts(hdr_copy, hdr_len) };
         let header = decode(hdr, &LIMITS).map_err(|_| EINVAL)?;
-        let mut segs: [Option<SegIter<'_>>; MAX_READ_CHUNKS] = Default::default();
-        let mut dsts = [0usize; MAX_READ_CHUNKS];
-        for step in &steps[..nsteps] {
+        let mut work = [None; MAX_READ_CHUNKS];
+        for (slot, step) in work.iter_mut().zip(
+            steps[..nsteps]
+                .iter()
+                .filter(|s| matches!(s, Place::Chunk { .. })),
+        ) {
             if let Place::Chunk { chunk, dst, .. } = *step {
                 let c = header.reads.chunks().nth(chunk).ok_or(EINVAL)?;
-                if let (Some(s), Some(d)) = (segs.get_mut(chunk), dsts.get_mut(chunk)) {
-                    *s = Some(SegIter(c.segments.iter()));
-                    *d = dst as usize;
-                }
+                *slot = Some((c.segments, dst as usize));
             }
         }
-        let work = segs
-            .iter_mut()
-            .zip(dsts)
-            .filter_map(|(s, d)| s.as_mut().map(|s| (s as &mut dyn Iterator<Item = Segment>, d)));
-        if let Err(e) = rw::read_chunks(conn, rq, ctxt, work) {
+        if let Err(e) = rw::read_chunks(conn, rq, ctxt, &work) {
             pr_warn_ratelimited!(
                 "connection {}: RDMA Read of a Call failed: error {}, closing\n",
                 conn.id,
@@ -221,16 +214,6 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
     }
     rq.complete_receive(conn.xprt());
     Ok(total as usize)
-}
-
-/// Read segments of one chunk, as plain segments.
-struct SegIter<'a>(crate::proto::rpcrdma::chunk::ReadSegments<'a>);
-
-impl Iterator for SegIter<'_> {
-    type Item = Segment;
-    fn next(&mut self) -> Option<Segment> {
-        self.0.next().map(|s| s.segment())
-    }
 }
 
 /// Answers a Call whose chunks cannot be placed with ERR_CHUNK.

@@ -21,7 +21,10 @@ use kernel::prelude::*;
 use super::{connection::Connection, ctxt::CallCtxt, sq::post_and_wait};
 use crate::{
     bindings,
-    proto::{memreg::Model, rpcrdma::chunk::Segment},
+    proto::{
+        memreg::Model,
+        rpcrdma::chunk::{ReadList, Segment},
+    },
     rdma::{dma::DmaMaps, wr::Chain},
     sunrpc::{Piece, Rqst, PAGE_SIZE},
 };
@@ -29,15 +32,23 @@ use crate::{
 /// SGEs of one work request, at most.
 const MAX_SGE: usize = 8;
 
-/// Reads `segs` (one Read chunk, in order) from the client into the
-/// argument buffer at `dst`, adding the work to `ctxt`'s chain (FRMR
-/// registrations and Reads). Returns the keys to invalidate afterwards.
+/// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go:
+/// one MR maps whole pages after the first one's offset.
+fn frmr_piece(at: usize, left: usize, max_bytes: usize) -> usize {
+    left.min(max_bytes - at % PAGE_SIZE)
+}
+
+/// Reads `chunk` (one Read chunk's segments, in order) from the client
+/// into the argument buffer at `dst`, adding the work to `ctxt`'s chain
+/// (FRMR registrations and Reads). Under FRMR, the MRs must have been taken
+/// into `ctxt.mrs` already; `next_mr` is the first one not used yet.
 fn build_reads(
     conn: &Connection,
     rq: &Rqst<'_>,
     ctxt: &mut CallCtxt,
-    segs: &mut dyn Iterator<Item = Segment>,
+    chunk: ReadList<'_>,
     mut dst: usize,
+    next_mr: &mut usize,
 ) -> Result {
     let res = conn.res().ok_or(ENOTCONN)?;
     let dev = res.cm_id.device().ok_or(ENODEV)?.as_ptr();
@@ -53,18 +64,14 @@ fn build_reads(
             if sink_remote_write {
                 access |= bindings::IB_ACCESS_REMOTE_WRITE;
             }
-            for seg in segs {
+            for seg in chunk.iter() {
                 let mut done = 0usize;
                 let len = seg.length as usize;
                 while done < len {
                     let at = dst + done;
-                    // One MR maps whole pages after the first one's offset.
-                    let n = (len - done).min(max_bytes - at % PAGE_SIZE);
-                    let before = ctxt.mrs.len();
-                    // Recorded in the context at once: whatever happens, it
-                    // goes back (unmapped) when the RPC ends.
-                    conn.mrs_take(1, &mut ctxt.mrs)?;
-                    let index = *ctxt.mrs.get(before).ok_or(ENOMEM)?;
+                    let n = frmr_piece(at, len - done, max_bytes);
+                    let index = *ctxt.mrs.get(*next_mr).ok_or(EINVAL)?;
+                    *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
                     // SAFETY: we hold the entry; the argument pages stay
                     // allocated for the RPC, past the Reads' completion.
@@ -72,7 +79,7 @@ fn build_reads(
                     // SAFETY: the MR is ours and not registered.
                     let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
                     ctxt.chain.reg_mr(mr, key, access)?;
-                    // SAFETY: `mr` is live; `map` set its iova and lkey.
+                    // SAFETY: `mr` is live; `map` set its iova and keys.
                     let (iova, lkey) = unsafe { ((*mr).iova, (*mr).lkey) };
                     let sge = bindings::ib_sge {
                         addr: iova,
@@ -96,7 +103,7 @@ fn build_reads(
             };
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
             let CallCtxt { chain, maps, .. } = ctxt;
-            for seg in segs {
+            for seg in chunk.iter() {
                 let mut sges = [bindings::ib_sge::default(); MAX_SGE];
                 let mut count = 0usize;
                 let mut wr_start = 0u64;
@@ -138,15 +145,34 @@ fn build_reads(
 
 /// Pulls every Read chunk of a Call into the argument buffer: `chunks`
 /// gives, per chunk, its segments and destination offset.
-pub(super) fn read_chunks<'h>(
+pub(super) fn read_chunks(
     conn: &Connection,
     rq: &Rqst<'_>,
     ctxt: &mut CallCtxt,
-    chunks: impl Iterator<Item = (&'h mut dyn Iterator<Item = Segment>, usize)>,
+    chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
     ctxt.chain.clear();
-    for (segs, dst) in chunks {
-        build_reads(conn, rq, ctxt, segs, dst)?;
+    let res = conn.res().ok_or(ENOTCONN)?;
+    if let Some(pool) = res.frmrs.as_ref() {
+        // Every MR the Call needs, taken at once: a thread never waits for
+        // MRs while holding some.
+        let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
+        let mut need = 0usize;
+        for &(chunk, mut dst) in chunks.iter().flatten() {
+            for seg in chunk.iter() {
+                let (mut done, len) = (0usize, seg.length as usize);
+                while done < len {
+                    done += frmr_piece(dst + done, len - done, max_bytes);
+                    need += 1;
+                }
+                dst += len;
+            }
+        }
+        conn.mrs_take(need, &mut ctxt.mrs)?;
+    }
+    let mut next_mr = 0usize;
+    for &(chunk, dst) in chunks.iter().flatten() {
+        build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
     }
     post_and_wait(conn, &mut ctxt.chain)?;
     invalidate(conn, ctxt)

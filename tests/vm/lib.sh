@@ -56,8 +56,8 @@ nap() { read -rt "$1" -u "$T_NAPFD" _ || true; }
 rd() { REPLY=; read -r REPLY <"$1" 2>/dev/null || true; }
 
 # dmesg_new_since MARK: the kernel log lines after line MARK, in T_NEW.
-dmesg_count() { local _l; mapfile -t _l < <(dmesg); T_MARK=${#_l[@]}; }
-dmesg_new_since() { local _l; mapfile -t _l < <(dmesg); T_NEW=("${_l[@]:$1}"); }
+dmesg_count() { local _l; mapfile -t _l <<<"$(dmesg)"; T_MARK=${#_l[@]}; }
+dmesg_new_since() { local _l; mapfile -t _l <<<"$(dmesg)"; T_NEW=("${_l[@]:$1}"); }
 
 # dmesg_mark; ...; dmesg_since_mark: the kernel log written in between.
 dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }

@@ -1,0 +1,206 @@
+#!/bin/bash
+# The data-path suite (runs inside the VM): a stock Linux NFS client mounts
+# over RDMA and moves real data, on soft-RoCE (rxe) and soft-iWARP (siw),
+# under each memory model. SERVER=c runs the same tests against the
+# kernel's C svcrdma, to prove each test is a valid test.
+#
+# Environment:
+#   SERVER=rs|c         the server transport (default rs: svcrdma_rs)
+#   CONFIGS="rxe:frmr siw:dma_mr ..."   devices x models to run
+#   BIG_MB=256          the large direct-I/O file (written and read back once
+#                       per run, on the first configuration)
+#   FILE_MB=8           the per-version and per-rsize files
+#   DIR_ENTRIES=10000   the large directory (first configuration)
+#   CYCLES=50           mount/umount cycles (first configuration)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+
+SERVER=${SERVER:-rs}
+CONFIGS=${CONFIGS:-rxe:frmr rxe:dma_mr siw:frmr siw:dma_mr}
+BIG_MB=${BIG_MB:-256}
+FILE_MB=${FILE_MB:-8}
+DIR_ENTRIES=${DIR_ENTRIES:-10000}
+CYCLES=${CYCLES:-50}
+KO=$ROOT/svcrdma_rs.ko
+PORT=20049
+MNT=/mnt/data
+S=/sys/kernel/svcrdma_rs
+if [ "$SERVER" = c ]; then NAME=rdma; else NAME=rdma_rs; fi
+FIRST=${CONFIGS%% *}
+
+# sha FILE: its SHA-256.
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+mnt() { nfs_mount "$1,proto=rdma,port=$PORT" $MNT || fail "mount -o $1,proto=rdma,port=$PORT failed"; }
+umnt() { umount $MNT || { sleep 2; umount $MNT; } || fail "umount failed"; }
+
+# direct_rw MB NAME: writes MB MiB of random data to the mount with direct
+# I/O, reads it back the same way, and compares checksums.
+direct_rw() {
+	local mb=$1 name=$2 want got
+	head -c $((mb << 20)) /dev/urandom >/tmp/src.$name
+	want=$(sha /tmp/src.$name)
+	dd if=/tmp/src.$name of=$MNT/$name bs=1M oflag=direct status=none || fail "direct write of $name failed"
+	dd if=$MNT/$name of=/tmp/back.$name bs=1M iflag=direct status=none || fail "direct read of $name failed"
+	got=$(sha /tmp/back.$name)
+	rm -f /tmp/src.$name /tmp/back.$name
+	[ "$got" = "$want" ] || fail "$name: read back $got, wrote $want"
+	echo "$name: ${mb} MiB written and read back, sha256 $want"
+}
+
+# The server side of configuration DEV:MODEL.
+server_up() {
+	local dev=$1 model=$2
+	nfsd_stop
+	rdma_del rxe0
+	rdma_del siw0
+	rdma_add $dev ${dev}0
+	if [ "$SERVER" = rs ]; then
+		if [ -d /sys/module/svcrdma_rs ]; then
+			echo $model >/sys/module/svcrdma_rs/parameters/memreg
+			echo always >/sys/module/svcrdma_rs/parameters/dma_mr
+		else
+			insmod "$KO" xprt_name=$NAME memreg=$model dma_mr=always || fail "insmod failed"
+		fi
+	fi
+	nfsd_prepare
+	grep -q "^$NAME " /proc/fs/nfsd/portlist 2>/dev/null || nfsd_listen $NAME $PORT || fail "no $NAME listener"
+	grep -q "^tcp " /proc/fs/nfsd/portlist || nfsd_listen tcp 2049
+	nfsd_start 8
+}
+
+# The model each new connection got, from sysfs (svcrdma_rs only).
+check_model() {
+	local want=$1 c n=0
+	[ "$SERVER" = rs ] || return 0
+	[ "$want" = dma_mr ] && [ "$CUR_DEV" = siw ] && want=dma_mr_remote_write
+	for c in $S/connections/*; do
+		[ -f $c/memreg ] || continue
+		rd $c/memreg
+		[ "$REPLY" = "$want" ] || fail "connection ${c##*/} memreg=$REPLY, want $want"
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || fail "no connection in sysfs while mounted"
+}
+
+t_setup() {
+	modprobe -a sunrpc ib_core rdma_cm rpcrdma
+	mkdir -p $MNT
+}
+
+# versions DEV MODEL: every NFS version mounts; a file goes both ways.
+t_versions() {
+	local v
+	for v in 3 4.0 4.1 4.2; do
+		mnt vers=$v
+		check_model "$CUR_MODEL"
+		direct_rw $FILE_MB v$v.bin
+		# Buffered I/O through the page cache, read back after a remount.
+		head -c 300000 /dev/urandom >/tmp/small
+		cp /tmp/small $MNT/small.$v
+		umnt
+		mnt vers=$v
+		cmp /tmp/small $MNT/small.$v || fail "v$v: buffered file differs after remount"
+		rm -f $MNT/small.$v $MNT/v$v.bin
+		umnt
+	done
+}
+
+t_rsize_wsize() {
+	local sz
+	for sz in 4096 1048576; do
+		mnt vers=4.2,rsize=$sz,wsize=$sz
+		grep " $MNT " /proc/mounts | grep -q "rsize=$sz,wsize=$sz" || fail "rsize/wsize $sz not in effect: $(grep " $MNT " /proc/mounts)"
+		direct_rw $FILE_MB rw$sz.bin
+		rm -f $MNT/rw$sz.bin
+		umnt
+	done
+}
+
+t_big_file() {
+	mnt vers=4.2
+	direct_rw $BIG_MB big.bin
+	rm -f $MNT/big.bin
+	umnt
+}
+
+t_tarball() {
+	local src=/usr/include/linux
+	mnt vers=4.2
+	mkdir -p $MNT/tree
+	tar -C /usr/include -cf /tmp/tree.tar linux
+	tar -C $MNT/tree -xf /tmp/tree.tar || fail "unpacking onto the mount failed"
+	umnt
+	mnt vers=3
+	diff -r $src $MNT/tree/linux || fail "unpacked tree differs from the original"
+	echo "tree of $(find $src -type f | wc -l) files matches"
+	rm -rf $MNT/tree /tmp/tree.tar
+	umnt
+}
+
+t_big_directory() {
+	local n
+	mnt vers=4.2
+	mkdir -p $MNT/many
+	(cd $MNT/many && seq -f 'entry_with_a_longish_name_%06g' 1 $DIR_ENTRIES | xargs touch) || fail "creating $DIR_ENTRIES files failed"
+	umnt
+	mnt vers=3
+	n=$(ls -f $MNT/many | grep -c '^entry_with_a_longish_name_')
+	[ "$n" = "$DIR_ENTRIES" ] || fail "v3 listing shows $n of $DIR_ENTRIES entries"
+	umnt
+	mnt vers=4.2
+	n=$(ls -f $MNT/many | grep -c '^entry_with_a_longish_name_')
+	[ "$n" = "$DIR_ENTRIES" ] || fail "v4.2 listing shows $n of $DIR_ENTRIES entries"
+	rm -rf $MNT/many
+	umnt
+}
+
+t_fio_verify() {
+	mnt vers=4.2
+	fio --name=verify --directory=$MNT --numjobs=4 --size=4M --bsrange=4k-256k \
+		--rw=randwrite --direct=1 --ioengine=psync --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --group_reporting >/tmp/fio.out 2>&1 ||
+		{ tail -n 20 /tmp/fio.out; fail "fio verify failed"; }
+	grep -E 'WRITE:|READ:' /tmp/fio.out || true
+	grep -q 'verify: bad' /tmp/fio.out && fail "fio reported bad blocks"
+	rm -f $MNT/verify.*
+	umnt
+}
+
+t_mount_cycles() {
+	local i
+	for ((i = 1; i <= CYCLES; i++)); do
+		mnt vers=4.2
+		[ -d $MNT/. ] || fail "cycle $i: mount point unusable"
+		umnt
+	done
+	echo "$CYCLES mount/umount cycles"
+}
+
+t_teardown() {
+	dmesg_mark
+	nfsd_stop
+	if [ "$SERVER" = rs ]; then
+		wait_for 30 rmmod svcrdma_rs || fail "rmmod failed"
+	fi
+	dmesg_clean_since_mark
+}
+
+t_run setup t_setup
+for cfg in $CONFIGS; do
+	CUR_DEV=${cfg%%:*} CUR_MODEL=${cfg#*:}
+	tag="${SERVER}_${CUR_DEV}_${CUR_MODEL}"
+	t_run "${tag}_server_up" server_up "$CUR_DEV" "$CUR_MODEL"
+	t_run "${tag}_versions" t_versions
+	t_run "${tag}_rsize_wsize" t_rsize_wsize
+	t_run "${tag}_fio_verify" t_fio_verify
+	t_run "${tag}_tarball" t_tarball
+	if [ "$cfg" = "$FIRST" ]; then
+		t_run "${tag}_big_file" t_big_file
+		t_run "${tag}_big_directory" t_big_directory
+		t_run "${tag}_mount_cycles" t_mount_cycles
+	fi
+done
+t_run teardown t_teardown
+t_summary

@@ -20,7 +20,7 @@ use crate::{
     log::pr_warn_ratelimited,
     proto::{
         layout::{call_layout, Place, ReadChunkRef},
-        rpcrdma::header::{decode, DecodeError, Limits, Proc},
+        rpcrdma::header::{decode, decode_kept, DecodeError, Limits, Proc},
     },
     sunrpc::Rqst,
 };
@@ -179,7 +179,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
         // context is released, and the Reads below only touch `ctxt`'s
         // chain, mappings and MRs.
         let hdr = unsafe { core::slice::from_raw_parts(hdr_copy, hdr_len) };
-        let header = decode(hdr, &LIMITS).map_err(|_| EINVAL)?;
+        let header = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
         let mut work = [None; MAX_READ_CHUNKS];
         for (slot, step) in work.iter_mut().zip(
             steps[..nsteps]

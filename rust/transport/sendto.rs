@@ -32,7 +32,7 @@ use crate::{
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{decode, DecodeError, Header, Proc},
+            header::{decode_kept, DecodeError, Header, Proc},
         },
     },
     sunrpc::{Piece, Rqst},
@@ -51,7 +51,7 @@ pub(super) fn result_payload(rqstp: *mut bindings::svc_rqst, offset: u32, length
     // SAFETY: our contexts are the only `rq_xprt_ctxt` values we set; the
     // request owns it until `xpo_release_ctxt`.
     let ctxt = unsafe { &mut *ptr };
-    let Ok(header) = decode(&ctxt.hdr, &LIMITS) else {
+    let Ok(header) = decode_kept(&ctxt.hdr, &LIMITS) else {
         return EINVAL.to_errno();
     };
     let k = ctxt.next_write;
@@ -104,7 +104,7 @@ fn call_header<'h>(ctxt: &CallCtxt) -> Result<Header<'h>> {
     // SAFETY: `ctxt.hdr` is neither changed nor freed while the Reply is
     // built (only `reset` does, when the context is released).
     let hdr = unsafe { core::slice::from_raw_parts(p, l) };
-    decode(hdr, &LIMITS).map_err(|_| EINVAL)
+    decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)
 }
 
 fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<usize> {

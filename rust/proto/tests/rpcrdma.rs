@@ -719,3 +719,33 @@ fn reasons_have_distinct_descriptions() {
         DecodeError::PeerError { xid: 1 }.as_str()
     );
 }
+
+#[test]
+fn a_kept_header_decodes_alone_to_the_same_header() {
+    let c = full_call();
+    let wire = c.wire();
+    let h = ok(&wire);
+    let kept = &wire[..h.hdr_len];
+    // Without its RPC message an RDMA_MSG header is not a valid call...
+    assert_eq!(
+        decode(kept, &LIMITS),
+        Err(DecodeError::Chunk {
+            xid: XID,
+            reason: ChunkError::EmptyBody
+        })
+    );
+    // ...but as a kept header it decodes to the same lists.
+    let k = svcrdma_proto::rpcrdma::decode_kept(kept, &LIMITS).unwrap();
+    assert_eq!(k.xid, h.xid);
+    assert_eq!(k.hdr_len, h.hdr_len);
+    assert_eq!(k.reads.iter().collect::<Vec<_>>(), h.reads.iter().collect::<Vec<_>>());
+    assert_eq!(k.writes.len(), 2);
+    assert_eq!(segs(&k.reply.unwrap()), segs(&h.reply.unwrap()));
+    // Every other rule still holds.
+    let mut bad = kept.to_vec();
+    bad[4..8].copy_from_slice(&2u32.to_be_bytes());
+    assert!(matches!(
+        svcrdma_proto::rpcrdma::decode_kept(&bad, &LIMITS),
+        Err(DecodeError::Version { .. })
+    ));
+}

@@ -201,3 +201,10 @@ void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp)
 {
 	set_bit(RQ_SECURE, &rqstp->rq_flags);
 }
+
+int svcrdma_rs_qp_to_error(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	return ib_modify_qp(qp, &attr, IB_QP_STATE);
+}

@@ -77,6 +77,7 @@ void svcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
 u32 svcrdma_rs_mr_refresh_key(struct ib_mr *mr);
 void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp);
+int svcrdma_rs_qp_to_error(struct ib_qp *qp);
 
 /* shims.c: time */
 u64 svcrdma_rs_now_ms(void);

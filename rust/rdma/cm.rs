@@ -139,6 +139,15 @@ impl CmId {
         }
     }
 
+    /// Sets the QP's local ACK timeout (IB/RoCE): 4.096 µs × 2^`timeout`
+    /// per try. Without it, a passive side takes the value the client asked
+    /// for, which may be hours. Other transports ignore it.
+    pub(crate) fn set_ack_timeout(&self, timeout: u8) {
+        // SAFETY: the id is live (invariant). An error only means the
+        // transport has no such timeout.
+        let _ = unsafe { bindings::rdma_set_ack_timeout(self.as_ptr(), timeout) };
+    }
+
     /// Starts a disconnect; events follow on the handler.
     pub(crate) fn disconnect(&self) {
         // SAFETY: the id is live (invariant). Failure means it was not

@@ -93,6 +93,14 @@ impl Qp {
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
         self.qp
     }
+
+    /// Moves the QP to the error state at once: the peer can no longer
+    /// reach our memory through it, and every posted request completes
+    /// (flushed). Safe to repeat.
+    pub(crate) fn to_error(&self) {
+        // SAFETY: the QP is live (invariant).
+        let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
+    }
 }
 
 impl Drop for Qp {

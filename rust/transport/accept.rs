@@ -177,6 +177,9 @@ unsafe extern "C" fn pending_handler(
     0
 }
 
+/// The local ACK timeout exponent of our QPs (IB/RoCE).
+const ACK_TIMEOUT: u8 = 19;
+
 /// Scatter/gather entries per work request we use at most.
 const MAX_SEND_SGE: u32 = 8;
 
@@ -232,8 +235,15 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     };
 
     let registry = listener.registry().clone();
+    // What the data path uses (credits granted in every reply) and what
+    // sysfs and the log show: one value.
+    let info = ConnAttrs {
+        credits: depths.credits,
+        frmr_pool: frmrs.as_ref().map_or(0, |f| f.len()),
+        ..p.attrs
+    };
     let conn = KBox::pin_init(
-        Connection::new(registry, p.attrs, depths.recv_buffers as usize),
+        Connection::new(registry, info, depths.recv_buffers as usize),
         GFP_KERNEL,
     )?;
     // SAFETY: the connection is never moved out of its box.
@@ -282,13 +292,20 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             depths.credits as usize * 4,
             frmrs.as_ref().map_or(0, |f| f.len()),
         )?;
-        recv.post_all(&qp)?;
+        if let Err(e) = recv.post_all(&qp) {
+            // Flushing the posted receives needs the ring: QP first.
+            drop(qp);
+            drop(recv);
+            return Err(e);
+        }
         Ok((qp, recv, got))
     })();
     let (qp, recv, got) = match built {
         Ok(b) => b,
         Err(e) => {
             drop((frmrs, send_cq, recv_cq, pd));
+            // Contexts unmap on the device the id holds: before the id.
+            conn.clear_pools();
             // The pending request (and its id) goes before the connection.
             drop(p);
             // SAFETY: initialized, never handed to sunrpc, one reference;
@@ -303,6 +320,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     // re-pointed (under its handler lock), a late event may still reach
     // `pending_handler` with the request as context.
     let ours = server_private(p.attrs.server_r).encode();
+    // A client that stops answering must not hold nfsd threads for long:
+    // about 2 s per try (the CM's default retry count makes ~15 s).
+    p.cm_id.set_ack_timeout(ACK_TIMEOUT);
     // SAFETY: `conn` outlives the id (the id ends up in `Resources`, whose
     // last field it is); we are not in the id's handler.
     let accepted = unsafe {
@@ -310,11 +330,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             .repoint_and_accept(conn_handler, c.cast(), &ours, ord)
     };
     let Pending { cm_id, attrs, .. } = KBox::into_inner(p);
-    let info = ConnAttrs {
-        credits: depths.credits,
-        frmr_pool: frmrs.as_ref().map_or(0, |f| f.len()),
-        ..attrs
-    };
+    let _ = attrs;
     conn.set_res(Resources {
         qp,
         recv,
@@ -326,7 +342,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         send_sge: got.send_sge.clamp(1, MAX_SEND_SGE),
         read_sge: match model {
             Model::DmaMrRemoteWrite => 1,
-            _ => max_sge_rd.clamp(1, MAX_SEND_SGE),
+            _ => max_sge_rd.min(got.send_sge).clamp(1, MAX_SEND_SGE),
         },
     });
 

@@ -193,13 +193,32 @@ impl Connection {
     }
 
     /// Closes the connection and wakes threads waiting for its resources.
+    /// The QP goes to the error state at once: the client can no longer
+    /// touch our memory, and every posted request completes (flushed), so
+    /// no thread waits on a peer that may never answer.
     pub(crate) fn close(&self) {
+        self.stop();
+        self.fatal();
+    }
+
+    /// The data-path half of [`Connection::close`], without asking sunrpc
+    /// to close (for `xpo_detach`, which sunrpc calls while closing).
+    fn stop(&self) {
+        if let Some(r) = self.res() {
+            r.qp.to_error();
+        }
         self.sq.lock().closed = true;
         // A thread between its check and its sleep holds one of the locks
         // the waits use: taking both orders the wake-up after its sleep.
         drop(self.mr_free.lock());
         self.room.notify_all();
-        self.fatal();
+    }
+
+    /// Drops every pooled context (on a failed accept, while the device is
+    /// still held).
+    pub(crate) fn clear_pools(&self) {
+        let free = core::mem::take(&mut self.ctxts.lock().free);
+        drop(free);
     }
 
     /// Sets up the data path's pools once accept has built the resources:
@@ -331,6 +350,12 @@ impl Connection {
     /// Gives a context back.
     pub(crate) fn ctxt_put(&self, mut c: KBox<CallCtxt>) {
         c.reset();
+        if !c.mrs.is_empty() {
+            // Its RPC failed before invalidating them: they may still be
+            // registered for the client to write. The QP goes down first,
+            // then they are unmapped and returned.
+            self.close();
+        }
         if let Some(r) = self.res() {
             if let Some(f) = r.frmrs.as_ref() {
                 let dev = r.cm_id.device().map(|d| d.as_ptr());
@@ -390,6 +415,7 @@ impl Connection {
 
     /// `xpo_detach`: start disconnecting.
     pub(crate) fn detach(&self) {
+        self.stop();
         if let Some(r) = self.res.as_ref() {
             r.cm_id.disconnect();
         }

@@ -22,11 +22,12 @@ use kernel::prelude::*;
 use crate::{
     bindings,
     rdma::{mr::Mr, Pd},
+    sunrpc::PAGE_SIZE,
 };
 
 /// Pages of the largest RPC payload nfsd moves, plus one for a payload that
 /// does not start on a page boundary.
-const MAX_PAYLOAD_PAGES: u32 = bindings::RPCSVC_MAXPAYLOAD / 4096 + 1;
+const MAX_PAYLOAD_PAGES: u32 = bindings::RPCSVC_MAXPAYLOAD / PAGE_SIZE as u32 + 1;
 /// MRs per credit.
 const MRS_PER_CREDIT: u32 = 2;
 
@@ -136,7 +137,7 @@ impl FrmrPool {
         // SAFETY: the MR is ours (held entry) and not registered (it was
         // invalidated before its return to the pool); `got` mapped entries.
         let done = unsafe {
-            bindings::ib_map_mr_sg(mr, sgl.as_mut_ptr(), got, core::ptr::null_mut(), 4096)
+            bindings::ib_map_mr_sg(mr, sgl.as_mut_ptr(), got, core::ptr::null_mut(), PAGE_SIZE as u32)
         };
         if done != got {
             // SAFETY: we hold the entry and mapped it just above.

@@ -88,7 +88,7 @@ fn build_reads(
                     };
                     let inv = read_with_inv.then_some(lkey);
                     ctxt.chain
-                        .read(seg.offset + done as u64, seg.handle, &[sge], inv)?;
+                        .read(seg.offset.wrapping_add(done as u64), seg.handle, &[sge], inv)?;
                     done += n;
                 }
                 dst += len;
@@ -124,7 +124,7 @@ fn build_reads(
                     count += 1;
                     wr_len += len as u64;
                     if count == max_sge {
-                        chain.read(seg.offset + wr_start, seg.handle, &sges[..count], None)?;
+                        chain.read(seg.offset.wrapping_add(wr_start), seg.handle, &sges[..count], None)?;
                         wr_start += wr_len;
                         wr_len = 0;
                         count = 0;
@@ -134,7 +134,7 @@ fn build_reads(
                     return Err(EMSGSIZE);
                 }
                 if count > 0 {
-                    chain.read(seg.offset + wr_start, seg.handle, &sges[..count], None)?;
+                    chain.read(seg.offset.wrapping_add(wr_start), seg.handle, &sges[..count], None)?;
                 }
                 dst += seg.length as usize;
             }
@@ -174,7 +174,11 @@ pub(super) fn read_chunks(
     for &(chunk, dst) in chunks.iter().flatten() {
         build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
     }
-    post_and_wait(conn, &mut ctxt.chain)?;
+    let read = post_and_wait(conn, &mut ctxt.chain);
+    // The sink pages must be unmapped (and so synced for the CPU) before
+    // nfsd reads them; the FRMR sinks are unmapped by `invalidate`.
+    ctxt.maps.unmap_all();
+    read?;
     invalidate(conn, ctxt)
 }
 
@@ -259,7 +263,7 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             return Err(EINVAL);
         };
         self.chain.write(
-            seg.offset + u64::from(self.wr_start),
+            seg.offset.wrapping_add(u64::from(self.wr_start)),
             seg.handle,
             &self.sges[..self.count],
         )?;

@@ -59,14 +59,18 @@ pub(super) fn result_payload(rqstp: *mut bindings::svc_rqst, offset: u32, length
         // No Write chunk left: the payload stays in the Reply.
         return 0;
     };
-    if length > chunk.total() || k >= MAX_WRITE_CHUNKS {
+    // This chunk belongs to this payload, used or not.
+    ctxt.next_write = k + 1;
+    let Some(slot) = ctxt.payloads.get_mut(k) else {
+        return E2BIG.to_errno();
+    };
+    if length > chunk.total() {
         return E2BIG.to_errno();
     }
-    ctxt.payloads[k] = Payload {
+    *slot = Payload {
         position: offset,
         len: length,
     };
-    ctxt.next_write = k + 1;
     0
 }
 
@@ -155,7 +159,7 @@ fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<u
             })?;
         }
         at
-    } else if let Some(reply) = call.reply {
+    } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
         let CallCtxt { chain, maps, .. } = ctxt;
         let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
         let n = rw::build_writes(conn, rq, chain, maps, reply.segments(), regions)?;
@@ -170,7 +174,7 @@ fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<u
         .map_err(|_| EMSGSIZE)?
     } else {
         pr_warn_ratelimited!(
-            "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor a Reply chunk, answered with RDMA_ERROR\n",
+            "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor its Reply chunk, answered with RDMA_ERROR\n",
             conn.id,
             inline_len,
             limit

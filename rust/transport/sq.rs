@@ -21,7 +21,10 @@ use core::cell::UnsafeCell;
 use kernel::{
     prelude::*,
     sync::{
-        atomic::{ordering::Relaxed, Atomic},
+        atomic::{
+            ordering::{Acquire, Full},
+            Atomic,
+        },
         Completion,
     },
 };
@@ -58,7 +61,7 @@ impl Op {
     /// virtual); the last one wakes the poster. `self` must not be used by
     /// the caller afterwards.
     fn complete(&self, n: i32) {
-        if self.remaining.fetch_sub(n, Relaxed) == n {
+        if self.remaining.fetch_sub(n, Full) == n {
             self.done.complete_all();
         }
     }
@@ -86,7 +89,7 @@ unsafe extern "C" fn op_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc
     // SAFETY: the poster holds a reference on the connection while waiting.
     let conn = unsafe { &*op.conn };
     if wc.status != bindings::IB_WC_SUCCESS {
-        let _ = op.status.cmpxchg(0, wc.status, Relaxed);
+        let _ = op.status.cmpxchg(0, wc.status, Full);
         if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
             pr_warn_ratelimited!(
                 "connection {}: work request failed with status {}, closing\n",
@@ -120,7 +123,14 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     if rc != 0 {
         // Requests from `bad` on were not posted: they will never complete.
-        let posted = chain.position(bad).unwrap_or(0);
+        // A provider that names no request posted none; one that names a
+        // request not in the chain is not trusted: wait for all of them
+        // (the QP is moved to error below, so they complete).
+        let posted = if bad.is_null() {
+            0
+        } else {
+            chain.position(bad).unwrap_or(n as usize)
+        };
         let unposted = n - posted as u32;
         conn.sq_release(unposted);
         pr_warn_ratelimited!(
@@ -133,7 +143,7 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
         op.complete(unposted as i32);
     }
     op.done.wait_for_completion();
-    let status = op.status.load(Relaxed);
+    let status = op.status.load(Acquire);
     if rc != 0 {
         return Err(Error::from_errno(rc));
     }

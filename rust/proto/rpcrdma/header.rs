@@ -153,6 +153,8 @@ pub enum ChunkError {
     EmptyBody,
     /// A segment of length zero.
     ZeroLengthSegment,
+    /// A segment whose offset plus length does not fit 64 bits.
+    OffsetOverflow,
     /// A Write or Reply chunk of zero segments.
     EmptyChunk,
     /// More Read segments than [`Limits::max_read_segments`].
@@ -179,6 +181,7 @@ impl ChunkError {
             ChunkError::MsgWithPositionZero => "RDMA_MSG with position-zero read chunk",
             ChunkError::EmptyBody => "RDMA_MSG without RPC message",
             ChunkError::ZeroLengthSegment => "zero-length segment",
+            ChunkError::OffsetOverflow => "segment offset plus length overflows",
             ChunkError::EmptyChunk => "chunk without segments",
             ChunkError::TooManyReadSegments => "too many read segments",
             ChunkError::TooManyWriteChunks => "too many write chunks",
@@ -320,6 +323,9 @@ fn read_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<ReadList<'a>, Ch
         if s.length == 0 {
             return Err(ChunkError::ZeroLengthSegment);
         }
+        if s.offset.checked_add(u64::from(s.length)).is_none() {
+            return Err(ChunkError::OffsetOverflow);
+        }
         match prev {
             Some(p) if s.position < p => return Err(ChunkError::PositionOrder),
             Some(p) if s.position == p => {
@@ -363,6 +369,9 @@ fn chunk<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<Chunk<'a>, ChunkErro
     for s in Segments::new(segs) {
         if s.length == 0 {
             return Err(ChunkError::ZeroLengthSegment);
+        }
+        if s.offset.checked_add(u64::from(s.length)).is_none() {
+            return Err(ChunkError::OffsetOverflow);
         }
         total = add_length(total, s.length, limits)?;
     }

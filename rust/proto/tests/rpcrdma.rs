@@ -363,6 +363,24 @@ fn zero_length_segments_are_rejected() {
 }
 
 #[test]
+fn segments_whose_end_overflows_64_bits_are_rejected() {
+    let top = u64::MAX - 7;
+    let mut c = Call::msg();
+    c.reads = vec![(8, seg(1, 9, top))];
+    assert_eq!(chunk_err(&c), ChunkError::OffsetOverflow);
+    let mut c = Call::msg();
+    c.writes = vec![vec![seg(1, 8, 0), seg(2, 4096, u64::MAX)]];
+    assert_eq!(chunk_err(&c), ChunkError::OffsetOverflow);
+    let mut c = Call::msg();
+    c.reply = Some(vec![seg(1, 9, top)]);
+    assert_eq!(chunk_err(&c), ChunkError::OffsetOverflow);
+    // Ending at the last byte of the address space is fine.
+    let mut c = Call::msg();
+    c.reply = Some(vec![seg(1, 7, top)]);
+    assert!(decode(&c.wire(), &LIMITS).is_ok());
+}
+
+#[test]
 fn chunks_without_segments_are_rejected() {
     let mut c = Call::msg();
     c.writes = vec![vec![]];

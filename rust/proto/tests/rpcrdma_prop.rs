@@ -13,12 +13,12 @@ use svcrdma_proto::rpcrdma::{
 };
 
 fn any_seg(max_len: u32) -> impl Strategy<Value = Seg> {
-    (any::<u32>(), 1..=max_len, any::<u64>()).prop_map(|(h, l, o)| seg(h, l, o))
+    (any::<u32>(), 1..=max_len, 0..=(u64::MAX - (1u64 << 32))).prop_map(|(h, l, o)| seg(h, l, o))
 }
 
 /// Handles from a small set, so that single-handle calls happen often.
 fn any_seg_few_handles(max_len: u32) -> impl Strategy<Value = Seg> {
-    (0u32..3, 1..=max_len, any::<u64>()).prop_map(|(h, l, o)| seg(h, l, o))
+    (0u32..3, 1..=max_len, 0..=(u64::MAX - (1u64 << 32))).prop_map(|(h, l, o)| seg(h, l, o))
 }
 
 fn segs(max: usize) -> impl Strategy<Value = Vec<Seg>> {

@@ -83,7 +83,12 @@ impl Chain {
     }
 
     /// An RDMA Write of `sges` to `remote_addr` under `rkey`.
-    pub(crate) fn write(&mut self, remote_addr: u64, rkey: u32, sges: &[bindings::ib_sge]) -> Result {
+    pub(crate) fn write(
+        &mut self,
+        remote_addr: u64,
+        rkey: u32,
+        sges: &[bindings::ib_sge],
+    ) -> Result {
         self.rdma(bindings::IB_WR_RDMA_WRITE, remote_addr, rkey, sges, 0)
     }
 

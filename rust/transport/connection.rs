@@ -288,7 +288,10 @@ impl Connection {
     /// them.
     pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<u16>) -> Result {
         out.reserve(n, GFP_KERNEL)?;
-        let total = self.res().and_then(|r| r.frmrs.as_ref()).map_or(0, |f| f.len());
+        let total = self
+            .res()
+            .and_then(|r| r.frmrs.as_ref())
+            .map_or(0, |f| f.len());
         if n > total {
             return Err(EMSGSIZE);
         }

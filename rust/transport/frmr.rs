@@ -114,7 +114,9 @@ impl FrmrPool {
         let e = self.entries.get(usize::from(index)).ok_or(EINVAL)?;
         // SAFETY: the caller holds the entry: nobody else touches it.
         let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
-        let (count, bytes) = pages.clone().fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
+        let (count, bytes) = pages
+            .clone()
+            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
         if count == 0 || count > sgl.len() || bytes != len || *mapped != 0 {
             return Err(EINVAL);
         }
@@ -127,7 +129,12 @@ impl FrmrPool {
         }
         // SAFETY: `n` initialized entries of live pages on a live device.
         let got = unsafe {
-            bindings::svcrdma_rs_dma_map_sg(dev, sgl.as_mut_ptr(), n as i32, bindings::DMA_FROM_DEVICE)
+            bindings::svcrdma_rs_dma_map_sg(
+                dev,
+                sgl.as_mut_ptr(),
+                n as i32,
+                bindings::DMA_FROM_DEVICE,
+            )
         };
         if got <= 0 {
             return Err(EIO);
@@ -137,7 +144,13 @@ impl FrmrPool {
         // SAFETY: the MR is ours (held entry) and not registered (it was
         // invalidated before its return to the pool); `got` mapped entries.
         let done = unsafe {
-            bindings::ib_map_mr_sg(mr, sgl.as_mut_ptr(), got, core::ptr::null_mut(), PAGE_SIZE as u32)
+            bindings::ib_map_mr_sg(
+                mr,
+                sgl.as_mut_ptr(),
+                got,
+                core::ptr::null_mut(),
+                PAGE_SIZE as u32,
+            )
         };
         if done != got {
             // SAFETY: we hold the entry and mapped it just above.

@@ -115,7 +115,11 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
     let xid = header.xid;
     let hdr_len = header.hdr_len.min(msg.len());
     let body = msg.get(hdr_len..).unwrap_or(&[]);
-    let body = if header.proc_ == Proc::NoMsg { &[][..] } else { body };
+    let body = if header.proc_ == Proc::NoMsg {
+        &[][..]
+    } else {
+        body
+    };
 
     // Where each Read chunk goes.
     let mut chunks = [ReadChunkRef {
@@ -147,7 +151,11 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
 
     // Keep the header for the Reply, copy the inline part, free the buffer.
     ctxt.hdr.clear();
-    if ctxt.hdr.extend_from_slice(&msg[..hdr_len], GFP_KERNEL).is_err() {
+    if ctxt
+        .hdr
+        .extend_from_slice(&msg[..hdr_len], GFP_KERNEL)
+        .is_err()
+    {
         repost(conn);
         return Err(ENOMEM);
     }

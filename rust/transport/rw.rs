@@ -87,8 +87,12 @@ fn build_reads(
                         lkey,
                     };
                     let inv = read_with_inv.then_some(lkey);
-                    ctxt.chain
-                        .read(seg.offset.wrapping_add(done as u64), seg.handle, &[sge], inv)?;
+                    ctxt.chain.read(
+                        seg.offset.wrapping_add(done as u64),
+                        seg.handle,
+                        &[sge],
+                        inv,
+                    )?;
                     done += n;
                 }
                 dst += len;
@@ -112,8 +116,7 @@ fn build_reads(
                 for (page, off, len) in rq.arg_range(dst, seg.length as usize)? {
                     placed += len;
                     // SAFETY: argument pages stay allocated for the RPC.
-                    let addr =
-                        unsafe { maps.map_page(page, off, len, bindings::DMA_FROM_DEVICE) }?;
+                    let addr = unsafe { maps.map_page(page, off, len, bindings::DMA_FROM_DEVICE) }?;
                     if let Some(s) = sges.get_mut(count) {
                         *s = bindings::ib_sge {
                             addr,
@@ -124,7 +127,12 @@ fn build_reads(
                     count += 1;
                     wr_len += len as u64;
                     if count == max_sge {
-                        chain.read(seg.offset.wrapping_add(wr_start), seg.handle, &sges[..count], None)?;
+                        chain.read(
+                            seg.offset.wrapping_add(wr_start),
+                            seg.handle,
+                            &sges[..count],
+                            None,
+                        )?;
                         wr_start += wr_len;
                         wr_len = 0;
                         count = 0;
@@ -134,7 +142,12 @@ fn build_reads(
                     return Err(EMSGSIZE);
                 }
                 if count > 0 {
-                    chain.read(seg.offset.wrapping_add(wr_start), seg.handle, &sges[..count], None)?;
+                    chain.read(
+                        seg.offset.wrapping_add(wr_start),
+                        seg.handle,
+                        &sges[..count],
+                        None,
+                    )?;
                 }
                 dst += seg.length as usize;
             }

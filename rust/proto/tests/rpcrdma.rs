@@ -756,7 +756,10 @@ fn a_kept_header_decodes_alone_to_the_same_header() {
     let k = svcrdma_proto::rpcrdma::decode_kept(kept, &LIMITS).unwrap();
     assert_eq!(k.xid, h.xid);
     assert_eq!(k.hdr_len, h.hdr_len);
-    assert_eq!(k.reads.iter().collect::<Vec<_>>(), h.reads.iter().collect::<Vec<_>>());
+    assert_eq!(
+        k.reads.iter().collect::<Vec<_>>(),
+        h.reads.iter().collect::<Vec<_>>()
+    );
     assert_eq!(k.writes.len(), 2);
     assert_eq!(segs(&k.reply.unwrap()), segs(&h.reply.unwrap()));
     // Every other rule still holds.

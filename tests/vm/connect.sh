@@ -12,11 +12,12 @@ NAME=rdma_rs
 PORT=20049
 P=/sys/module/svcrdma_rs/parameters
 S=/sys/kernel/svcrdma_rs
-CM=/tmp/cm_connect
+CM=$ROOT/tests/tools/cm_connect
 IP=
 
 setup() {
-	gcc -O2 -Wall -o $CM "$ROOT/tests/tools/cm_connect.c" -lrdmacm -libverbs || fail "cannot build cm_connect"
+	# Built on the host by tests/vm/run; by hand if run on its own.
+	[ -x $CM ] || gcc -O2 -Wall -o $CM "$ROOT/tests/tools/cm_connect.c" -lrdmacm -libverbs || fail "cannot build cm_connect"
 	modprobe -a sunrpc ib_core rdma_cm
 	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
 	nfsd_prepare

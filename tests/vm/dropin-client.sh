@@ -1,0 +1,46 @@
+#!/bin/bash
+# Two-VM drop-in test, client side: the stock Linux NFS/RDMA client mounts
+# the server VM's export over soft-RoCE and moves data.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+. "$(dirname "$0")/dropin.sh"
+MNT=/mnt/dropin
+SERVER=192.168.77.1
+
+t_link_up() { dropin_link 2; }
+
+t_mount_and_move_data() {
+	local v want got
+	modprobe -a sunrpc ib_core rdma_cm rpcrdma
+	mkdir -p $MNT
+	head -c $((4 << 20)) /dev/urandom >/tmp/src
+	want=$(sha256sum </tmp/src)
+	for v in 3 4.2; do
+		local path=/
+		[ $v = 3 ] && path=$NFS_EXPORT
+		wait_for ${DROPIN_WAIT:-1200} mount -t nfs -o vers=$v,proto=rdma,port=20049 $SERVER:$path $MNT ||
+			fail "v$v: mount -o rdma from the server VM failed"
+		grep " $MNT " /proc/mounts
+		test -e $MNT/server-ready || test -e $MNT/export/server-ready || true
+		dd if=/tmp/src of=$MNT/dropin.$v bs=1M oflag=direct status=none || fail "v$v: write failed"
+		got=$(dd if=$MNT/dropin.$v bs=1M iflag=direct status=none | sha256sum)
+		[ "$got" = "$want" ] || fail "v$v: data read back differs"
+		rm -f $MNT/dropin.$v
+		umount $MNT
+	done
+}
+
+t_report() { :; }
+
+t_run link_up t_link_up
+t_run mount_and_move_data t_mount_and_move_data
+# Tell the server how it went (over NFS/TCP: independent of what is tested).
+result=ok
+[ "$T_FAILED" = 0 ] || result="client failed $T_FAILED tests"
+mkdir -p /mnt/report
+if mount -t nfs -o vers=4.2,proto=tcp $SERVER:/ /mnt/report; then
+	echo "$result" >/mnt/report/client-done
+	umount /mnt/report
+fi
+t_summary

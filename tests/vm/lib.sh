@@ -21,11 +21,12 @@ t_run() {
 	local name=$1; shift
 	local out reason
 	out=$(mktemp)
+	local t0=$SECONDS
 	# Not inside `if`: bash ignores `set -e` in a tested subshell.
 	( set -eo pipefail; "$@" ) >"$out" 2>&1
 	local rc=$?
 	if [ $rc = 0 ]; then
-		echo "PASS $name"
+		echo "PASS $name ($((SECONDS - t0)) s)"
 		T_PASSED=$((T_PASSED + 1))
 	else
 		reason=$(grep -a '^t_fail: ' "$out" | tail -n 1 | sed 's/^t_fail: //')

@@ -16,7 +16,9 @@ nfsd_prepare() {
 	echo "$NFS_EXPORT *(rw,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
 	exportfs -ra
 	pgrep -x rpc.mountd >/dev/null || rpc.mountd
-	# Only settable while no nfsd thread runs.
+	# Only settable while no nfsd thread runs. 1 MiB I/O (the default
+	# depends on the guest's memory).
+	echo 1048576 >/proc/fs/nfsd/max_block_size 2>/dev/null || true
 	echo 10 >/proc/fs/nfsd/nfsv4leasetime 2>/dev/null || true
 	echo 10 >/proc/fs/nfsd/nfsv4gracetime 2>/dev/null || true
 }

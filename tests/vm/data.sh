@@ -38,7 +38,7 @@ FIRST=${CONFIGS%% *}
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 mnt() { nfs_mount "$1,proto=rdma,port=$PORT" $MNT || fail "mount -o $1,proto=rdma,port=$PORT failed"; }
-umnt() { umount $MNT || { sleep 2; umount $MNT; } || fail "umount failed"; }
+umnt() { timeout 120 umount $MNT || { sleep 2; timeout 60 umount $MNT; } || fail "umount failed"; }
 
 # direct_rw MB NAME: writes MB MiB of random data to the mount with direct
 # I/O, reads it back the same way, and compares checksums.
@@ -169,13 +169,15 @@ t_big_directory() {
 	# fit Reply chunks, over many calls.
 	rm -rf $NFS_EXPORT/many
 	mkdir -p $NFS_EXPORT/many
-	(cd $NFS_EXPORT/many && seq -f 'entry_with_a_longish_name_%06g' 1 $DIR_ENTRIES | xargs touch) || fail "creating $DIR_ENTRIES files failed"
+	(cd $NFS_EXPORT/many && seq -f 'entry_with_a_longish_name_%06g' 1 $DIR_ENTRIES | timeout 300 xargs touch) || fail "creating $DIR_ENTRIES files failed"
+	echo "$DIR_ENTRIES entries made on the server"
 	mnt vers=3
-	n=$(ls -f $MNT/many | grep -c '^entry_with_a_longish_name_')
+	# In isolation each listing takes ~10 s here: a hang is a failure.
+	n=$(timeout 300 ls -f $MNT/many | grep -c '^entry_with_a_longish_name_' || true)
 	[ "$n" = "$DIR_ENTRIES" ] || fail "v3 listing shows $n of $DIR_ENTRIES entries"
 	umnt
 	mnt vers=4.2
-	n=$(ls -f $MNT/many | grep -c '^entry_with_a_longish_name_')
+	n=$(timeout 300 ls -f $MNT/many | grep -c '^entry_with_a_longish_name_' || true)
 	[ "$n" = "$DIR_ENTRIES" ] || fail "v4.2 listing shows $n of $DIR_ENTRIES entries"
 	rm -rf $MNT/many
 	umnt

@@ -123,18 +123,14 @@ pub(super) unsafe fn connect_request(
         let pending = KBox::write(
             slot,
             Pending {
-                // SAFETY: this is the id of a CONNECT_REQUEST and we return 0
-                // once it is queued; `queue_request` cannot fail after
-                // calling us, so the id is never dropped in this handler.
+                // SAFETY: this is the id of a CONNECT_REQUEST and we return 0 once it is queued; `queue_request` cannot fail after calling us, so the id is never dropped in this handler.
                 cm_id: unsafe { id.adopt() },
                 attrs,
                 ord,
                 gone: Atomic::new(false),
             },
         );
-        // SAFETY: we are in the id's handler; the pending request lives in a
-        // box that outlives the id's use of it (the id is its first field,
-        // dropped first), or until accept re-points the id.
+        // SAFETY: we are in the id's handler; the pending request lives in a box that outlives the id's use of it (the id is its first field, dropped first), or until accept re-points the id.
         unsafe {
             id.repoint_in_handler(
                 pending_handler,
@@ -251,9 +247,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     // SAFETY: `c` is live and ours until sunrpc takes it.
     let conn = unsafe { &*c };
     let lx = listener.xprt();
-    // SAFETY: first and only init, before anything else sees the object; the
-    // listener's namespace and service are live, and our class registered.
-    // From here on the object is freed through sunrpc's reference count.
+    // SAFETY: first and only init, before anything else sees the object; the listener's namespace and service are live, and our class registered. From here on the object is freed through sunrpc's reference count.
     unsafe { conn.xprt().init(lx.net(), CLASS.as_ptr(), lx.serv()) };
     // SAFETY: the id's addresses are valid `sockaddr_storage`s of a bound
     // id; sunrpc has not seen the transport yet.
@@ -276,10 +270,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             send_sge,
             recv_sge: 1,
         };
-        // SAFETY: the id, PD and CQs outlive the QP (all end up in
-        // `Resources`, which drops the QP first); `conn` outlives both.
-        let (qp, got) =
-            unsafe { Qp::new(&p.cm_id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) }?;
+        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which drops the QP first); `conn` outlives both.
+        let qp = unsafe { Qp::new(&p.cm_id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
+        let (qp, got) = qp?;
         // SAFETY: the device lives while the id does; `conn` outlives the
         // ring's completions (the QP is drained before the ring drops).
         let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;

@@ -152,10 +152,7 @@ pub(super) unsafe fn create(
     let x = KBox::into_raw(unsafe { Pin::into_inner_unchecked(l) });
     // SAFETY: `x` is a live allocation we own until sunrpc takes it.
     let xr = unsafe { &*x };
-    // SAFETY: first and only init, before anything else sees the object;
-    // `net` and `serv` come from sunrpc, and our class is registered (sunrpc
-    // only calls `xpo_create` through it). From here on the object is freed
-    // through sunrpc's reference count only.
+    // SAFETY: first and only init, before anything else sees the object; `net` and `serv` come from sunrpc, and our class is registered (sunrpc only calls `xpo_create` through it). From here on the object is freed through sunrpc's reference count only.
     unsafe { xr.xprt.init(net, CLASS.as_ptr(), serv) };
     xr.xprt.set_flag(Flag::Listener);
     // RDMA's reliable connections provide congestion control (RFC 7530 3.1).
@@ -202,9 +199,7 @@ unsafe extern "C" fn listen_handler(
     let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
     match event.kind() {
         bindings::RDMA_CM_EVENT_CONNECT_REQUEST => {
-            // SAFETY: the context of a listening id (inherited by the new
-            // id) is its `Listener`, live while the listening id is, which
-            // is at least for this call.
+            // SAFETY: the context of a listening id (inherited by the new id) is its `Listener`, live while the listening id is, which is at least for this call.
             let listener = unsafe { &*id.context().cast::<Listener>() };
             // SAFETY: the id and event of a running CONNECT_REQUEST handler.
             unsafe { accept::connect_request(listener, id, &event) }

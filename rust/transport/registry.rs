@@ -246,10 +246,7 @@ pub(crate) fn registry() -> Option<Arc<Registry>> {
     if raw.is_null() {
         return None;
     }
-    // SAFETY: a non-null `REGISTRY` holds a reference leaked by `install`,
-    // released only by `Installed::drop` after the transport class is
-    // unregistered and every transport (each holding its own `Arc`) is gone;
-    // callers run from transports or from the class, so it is still held.
+    // SAFETY: a non-null `REGISTRY` holds a reference leaked by `install`, released only by `Installed::drop` after the transport class is unregistered and every transport (each holding its own `Arc`) is gone; callers run from transports or from the class, so it is still held.
     Some(unsafe { ArcBorrow::from_raw(raw) }.into())
 }
 

@@ -117,9 +117,7 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
     pin_init::stack_pin_init!(let op = Op::new(conn, count));
     let head = chain.link(op.cqe.get());
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // SAFETY: the chain is fully linked and stays put until this returns;
-    // every request's memory is mapped for the device and stays so until
-    // the wait below; `op` outlives every completion (we wait for all).
+    // SAFETY: the chain is fully linked and stays put until this returns; every request's memory is mapped for the device and stays so until the wait below; `op` outlives every completion (we wait for all).
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     if rc != 0 {
         // Requests from `bad` on were not posted: they will never complete.

@@ -10,7 +10,7 @@
 #   make kernel     build (or reuse) the cached test kernel
 #   make host-test  cargo test / fmt / clippy of rust/proto, rustfmt of the rest
 #   make vm-test    the VM test suite (needs the module built)
-#   make vm-test-data  the data-path suites (data, data-c, dropin)
+#   make vm-test-data  the full-size data-path suites (data, data-c)
 #
 # KDIR=<tree>       any built, Rust-enabled kernel tree
 # KMAKE_VARS=...    toolchain variables for that tree (default: ours, see
@@ -59,10 +59,10 @@ host-test:
 vm-test:
 	$(ROOT)/tests/vm/run
 
-# The data-path suites (RPC-over-RDMA data path): not in `make check` until
-# every one of them is green on this machine kind within CI's time budget.
+# The full-size data-path suites (make check runs data-check, the same
+# suite sized for CI's budget, and dropin).
 vm-test-data:
-	$(ROOT)/tests/vm/run data data-c dropin
+	$(ROOT)/tests/vm/run data data-c
 
 check:
 	$(ROOT)/scripts/check

@@ -13,19 +13,27 @@ t_link_up() { dropin_link 1; }
 t_svcrdma_rs_is_rdma() {
 	modprobe -a sunrpc ib_core rdma_cm
 	insmod "$ROOT/svcrdma_rs.ko" || fail "insmod svcrdma_rs.ko (default name) failed"
-	grep -q '^rdma ' /proc/sys/sunrpc/transports || fail "no transport named rdma"
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	[ "$REPLY" = rdma ] || fail "svcrdma_rs registered '$REPLY', not the stock name rdma"
 	[ ! -d /sys/module/rpcrdma ] || fail "rpcrdma.ko is loaded on the server"
 }
 
 t_nfs_utils_starts_rdma() {
 	nfsd_prepare
-	# nfs.conf as an admin writes it for NFS/RDMA: nothing svcrdma_rs-specific.
-	printf '[nfsd]\nrdma=y\nthreads=8\n' >/etc/nfs.conf
+	# The client checks it sees this file through its RDMA mount.
+	: >"$NFS_EXPORT/server-ready"
+	# Debian's own /etc/nfs.conf, with RDMA switched on the way its comments
+	# show: "# rdma=n" and "# rdma-port=20049" uncommented. (rdma=y alone
+	# names the service "nfsrdma", which Debian's /etc/services lacks:
+	# rpc.nfsd then fails whichever server transport is loaded.)
+	grep -q '^# rdma=n' /etc/nfs.conf || fail "/etc/nfs.conf is not the stock file"
+	sed -i -e 's/^# rdma=n$/rdma=y/' -e 's/^# rdma-port=20049$/rdma-port=20049/' \
+		-e 's/^# threads=8$/threads=8/' /etc/nfs.conf
+	sed -n '/^\[nfsd\]/,/^\[/p' /etc/nfs.conf | grep -v '^#'
 	rpc.nfsd || fail "rpc.nfsd failed"
 	echo Y >/proc/fs/nfsd/v4_end_grace 2>/dev/null || true
 	grep -q '^rdma 20049' /proc/fs/nfsd/portlist || fail "no rdma 20049 listener: $(cat /proc/fs/nfsd/portlist)"
 	cat /proc/fs/nfsd/portlist
-	: >"$NFS_EXPORT/server-ready"
 }
 
 t_client_done() {

@@ -20,5 +20,6 @@ dropin_link() {
 	rdma link add rxe0 type rxe netdev "$nic" || fail "rxe on $nic failed"
 	wait_for 20 sh -c "rdma link show | grep '^link rxe0/' | grep -q 'state ACTIVE'" || fail "rxe0 not ACTIVE"
 	# The peer answers once both guests are up.
+	command -v ping >/dev/null || fail "no ping in the guest (scripts/bootstrap installs iputils-ping)"
 	wait_for ${DROPIN_WAIT:-1200} ping -c 1 -W 2 192.168.77.$((3 - n)) || fail "the other VM is unreachable"
 }

@@ -29,9 +29,9 @@ use crate::{
 ///
 /// Fails with `EINVAL` and one log line naming the rule that was broken.
 pub(crate) fn xprt_name() -> Result<&'static CStr> {
-    // SAFETY: `params.c` returns the parameter's storage: a NUL-terminated
-    // string that the module loader keeps until the module is freed, and
-    // that cannot change after load (permission 0444).
+    // `params.c` returns the parameter's storage, which cannot change
+    // after load (permission 0444).
+    // SAFETY: a NUL-terminated string the module loader keeps until the module is freed.
     let raw = unsafe { bindings::svcrdma_rs_param_xprt_name() };
     if raw.is_null() {
         pr_err!("xprt_name is not set\n");

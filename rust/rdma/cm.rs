@@ -126,9 +126,9 @@ impl CmId {
             initiator_depth,
             ..Default::default()
         };
-        // SAFETY: the id is live (invariant); we are not in its handler, so
-        // taking its lock cannot deadlock; `param` and `private` are valid
-        // for the call (the CM copies the private data).
+        // We are not in the id's handler, so taking its lock cannot
+        // deadlock; the CM copies the private data.
+        // SAFETY: the id is live (invariant); `param` and `private` outlive the call.
         unsafe {
             bindings::rdma_lock_handler(self.as_ptr());
             (*self.as_ptr()).event_handler = Some(handler);

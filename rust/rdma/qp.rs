@@ -105,9 +105,10 @@ impl Qp {
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        // SAFETY: the QP is live (invariant). Draining moves it to the error
-        // state and waits until every posted work request has completed
-        // (flushed), so no completion refers to its owner afterwards.
+        // Draining moves the QP to the error state and waits until every
+        // posted work request has completed (flushed), so no completion
+        // refers to its owner afterwards.
+        // SAFETY: the QP is live (invariant).
         unsafe { bindings::ib_drain_qp(self.qp) };
         // SAFETY: the id is live (invariant) and its QP is ours.
         unsafe { bindings::rdma_destroy_qp(self.id) };

@@ -195,9 +195,9 @@ impl<T: Attrs> Dir<T> {
             )
         };
         if ret != 0 {
-            // SAFETY: after `kobject_init_and_add()`, even failed, the
-            // kobject must be released with `kobject_put()`; its release
-            // frees `node`.
+            // After `kobject_init_and_add()`, even failed, the kobject must
+            // be released with `kobject_put()`; its release frees `node`.
+            // SAFETY: `node` is live and its kobject initialised (just above).
             unsafe { bindings::kobject_put((*node).kobj.get()) };
             return Err(Error::from_errno(ret));
         }
@@ -217,9 +217,9 @@ impl<T: Attrs> Dir<T> {
 
 impl<T: Attrs> Drop for Dir<T> {
     fn drop(&mut self) {
-        // SAFETY: the kobject is added and we own a reference (invariant).
         // `kobject_del()` removes the files (waiting for running `show`s);
         // the put drops our reference, and the release frees the node.
+        // SAFETY: the kobject is added and we own a reference (invariant).
         unsafe {
             let kobj = (*self.node.as_ptr()).kobj.get();
             bindings::kobject_del(kobj);

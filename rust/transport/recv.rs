@@ -203,9 +203,9 @@ unsafe fn unmap(dev: *mut bindings::ib_device, dma: u64) {
 unsafe extern "C" fn recv_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
-    // SAFETY: our receives carry the `cqe` of their `RecvCtxt` (first field
-    // of a `#[repr(C)]` struct), which outlives the completion (invariant of
-    // `RecvRing`).
+    // Our receives carry the `cqe` of their `RecvCtxt`, the first field of a
+    // `#[repr(C)]` struct.
+    // SAFETY: that `RecvCtxt` outlives the completion (invariant of `RecvRing`).
     let c = unsafe { &*wc.__bindgen_anon_1.wr_cqe.cast::<RecvCtxt>() };
     // SAFETY: the connection outlives its ring's completions.
     let conn = unsafe { &*c.conn };

@@ -183,9 +183,8 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
         let CallCtxt { hdr, .. } = &*ctxt;
         let hdr_copy = hdr.as_ptr();
         let hdr_len = hdr.len();
-        // SAFETY: `ctxt.hdr` is neither changed nor freed until this RPC's
-        // context is released, and the Reads below only touch `ctxt`'s
-        // chain, mappings and MRs.
+        // The Reads below only touch `ctxt`'s chain, mappings and MRs.
+        // SAFETY: `ctxt.hdr` is neither changed nor freed until the context is released.
         let hdr = unsafe { core::slice::from_raw_parts(hdr_copy, hdr_len) };
         let header = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
         let mut work = [None; MAX_READ_CHUNKS];

@@ -3,6 +3,7 @@
  * cm_connect: a minimal RDMA CM client for svcrdma_rs tests.
  *
  *   cm_connect [-6] [-p HEX] [-t SECS] [-u FILE] ADDR PORT
+ *   cm_connect [-6] -s ADDR PORT
  *
  * Connects an RC queue pair to ADDR:PORT, sending HEX (bytes in hex, may be
  * empty) as the CM private data. Prints one line:
@@ -11,8 +12,17 @@
  *   ERROR <what>
  * and exits 0, 2 or 1 accordingly. Once established it holds the connection
  * until FILE exists (-u) or SECS pass (-t, default 30), then disconnects.
+ *
+ * With -s it reads commands from stdin, one per line, and answers each with
+ * one line on stdout, so a test makes many connections from one process
+ * (starting a verbs process costs seconds in an emulated guest):
+ *   connect [HEX]   connects; answers as above, holding an established one
+ *   release         disconnects the held connection; answers RELEASED once
+ *                   the disconnect completed, or ERROR
+ * It exits at end of input, releasing what it holds.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,21 +30,59 @@
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
 
-static struct rdma_event_channel *ch;
+#define EVENT_TIMEOUT_MS 20000
 
-static int wait_event(enum rdma_cm_event_type want, struct rdma_cm_event **out)
+static struct rdma_event_channel *ch;
+static struct addrinfo *peer;
+
+/* One connection attempt and what it holds. */
+struct conn {
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int established;
+};
+
+/*
+ * Waits for the next event of @id (events of other ids are acknowledged and
+ * dropped: they belong to released connections). Returns 0 with *out set,
+ * or -1 on timeout or error.
+ */
+static int next_event(struct rdma_cm_id *id, struct rdma_cm_event **out)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	for (;;) {
+		int n = poll(&p, 1, EVENT_TIMEOUT_MS);
+
+		if (n <= 0)
+			return -1;
+		if (rdma_get_cm_event(ch, &ev))
+			return -1;
+		if (ev->id == id) {
+			*out = ev;
+			return 0;
+		}
+		rdma_ack_cm_event(ev);
+	}
+}
+
+/* Waits for event @want on @id; prints an ERROR line naming @what if another comes. */
+static int expect_event(struct rdma_cm_id *id, enum rdma_cm_event_type want, const char *what)
 {
 	struct rdma_cm_event *ev;
 
-	if (rdma_get_cm_event(ch, &ev)) {
-		printf("ERROR rdma_get_cm_event: %s\n", strerror(errno));
+	if (next_event(id, &ev)) {
+		printf("ERROR %s: no event\n", what);
 		return -1;
 	}
 	if (ev->event != want) {
-		*out = ev;
-		return 1;
+		printf("ERROR %s: event %s status=%d\n", what, rdma_event_str(ev->event), ev->status);
+		rdma_ack_cm_event(ev);
+		return -1;
 	}
-	*out = ev;
+	rdma_ack_cm_event(ev);
 	return 0;
 }
 
@@ -53,21 +101,159 @@ static int parse_hex(const char *s, unsigned char *buf, int max)
 	return s[0] ? -1 : n;
 }
 
+static void conn_free(struct conn *c)
+{
+	if (c->id && c->id->qp)
+		rdma_destroy_qp(c->id);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * Connects with @plen bytes of private data; prints the result line.
+ * Returns 0 (established, held in @c), 2 (rejected) or 1 (error); on
+ * anything but 0, @c holds nothing.
+ */
+static int conn_open(struct conn *c, const unsigned char *pdata, int plen)
+{
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	struct rdma_cm_event *ev;
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	if (rdma_create_id(ch, &c->id, NULL, RDMA_PS_TCP)) {
+		printf("ERROR rdma_create_id: %s\n", strerror(errno));
+		c->id = NULL;
+		return 1;
+	}
+	if (rdma_resolve_addr(c->id, NULL, peer->ai_addr, 5000) ||
+	    expect_event(c->id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve addr"))
+		goto err;
+	if (rdma_resolve_route(c->id, 5000) ||
+	    expect_event(c->id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve route"))
+		goto err;
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	c->cq = c->pd ? ibv_create_cq(c->id->verbs, 16, NULL, NULL, 0) : NULL;
+	if (!c->cq) {
+		printf("ERROR pd/cq\n");
+		goto err;
+	}
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = c->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(c->id, c->pd, &qa)) {
+		printf("ERROR rdma_create_qp: %s\n", strerror(errno));
+		goto err;
+	}
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = plen ? pdata : NULL;
+	cp.private_data_len = plen;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->id, &cp)) {
+		printf("ERROR rdma_connect: %s\n", strerror(errno));
+		goto err;
+	}
+	if (next_event(c->id, &ev)) {
+		printf("ERROR connect: no event\n");
+		goto err;
+	}
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		printf("REJECTED status=%d\n", ev->status);
+		rdma_ack_cm_event(ev);
+		conn_free(c);
+		return 2;
+	}
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+		printf("ERROR event %s status=%d\n", rdma_event_str(ev->event), ev->status);
+		rdma_ack_cm_event(ev);
+		goto err;
+	}
+	printf("ESTABLISHED private=");
+	for (i = 0; i < ev->param.conn.private_data_len; i++)
+		printf("%02x", ((const unsigned char *)ev->param.conn.private_data)[i]);
+	printf("\n");
+	rdma_ack_cm_event(ev);
+	c->established = 1;
+	return 0;
+err:
+	conn_free(c);
+	return 1;
+}
+
+/* Disconnects and waits until the disconnect completed; frees @c. */
+static int conn_release(struct conn *c)
+{
+	int ret = 0;
+
+	if (!c->established) {
+		printf("ERROR no connection held\n");
+		return 1;
+	}
+	/* Fails if the server disconnected first: its event is queued. */
+	rdma_disconnect(c->id);
+	if (expect_event(c->id, RDMA_CM_EVENT_DISCONNECTED, "disconnect"))
+		ret = 1;
+	conn_free(c);
+	return ret;
+}
+
+static int script(void)
+{
+	unsigned char pdata[256];
+	struct conn c = { 0 };
+	char line[1024];
+
+	while (fgets(line, sizeof(line), stdin)) {
+		char *arg;
+		int plen = 0;
+
+		line[strcspn(line, "\r\n")] = 0;
+		arg = strchr(line, ' ');
+		if (arg)
+			*arg++ = 0;
+		if (!strcmp(line, "connect")) {
+			if (c.established) {
+				printf("ERROR a connection is already held\n");
+			} else if (arg && *arg &&
+				   (plen = parse_hex(arg, pdata, sizeof(pdata))) < 0) {
+				printf("ERROR bad private data hex\n");
+			} else {
+				conn_open(&c, pdata, plen);
+			}
+		} else if (!strcmp(line, "release")) {
+			if (!conn_release(&c))
+				printf("RELEASED\n");
+		} else {
+			printf("ERROR unknown command '%s'\n", line);
+		}
+		fflush(stdout);
+	}
+	if (c.established)
+		conn_release(&c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char pdata[256];
-	int plen = 0, secs = 30, c, ret;
+	int plen = 0, secs = 30, scripted = 0, c, ret;
 	const char *until = NULL;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	struct rdma_cm_id *id;
-	struct rdma_cm_event *ev;
-	struct rdma_conn_param cp;
-	struct ibv_qp_init_attr qa;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct conn conn;
 
 	hints.ai_family = AF_INET;
-	while ((c = getopt(argc, argv, "6p:t:u:")) != -1) {
+	while ((c = getopt(argc, argv, "6p:st:u:")) != -1) {
 		switch (c) {
 		case '6': hints.ai_family = AF_INET6; break;
 		case 'p':
@@ -77,84 +263,37 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			break;
+		case 's': scripted = 1; break;
 		case 't': secs = atoi(optarg); break;
 		case 'u': until = optarg; break;
 		default: return 1;
 		}
 	}
 	if (optind + 2 != argc) {
-		fprintf(stderr, "usage: cm_connect [-6] [-p HEX] [-t SECS] [-u FILE] ADDR PORT\n");
+		fprintf(stderr, "usage: cm_connect [-6] [-p HEX] [-t SECS] [-u FILE] ADDR PORT\n"
+				"       cm_connect [-6] -s ADDR PORT\n");
 		return 1;
 	}
-	if (getaddrinfo(argv[optind], argv[optind + 1], &hints, &ai)) {
+	if (getaddrinfo(argv[optind], argv[optind + 1], &hints, &peer)) {
 		printf("ERROR getaddrinfo\n");
 		return 1;
 	}
 	ch = rdma_create_event_channel();
-	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
-		printf("ERROR rdma_create_id: %s\n", strerror(errno));
+	if (!ch) {
+		printf("ERROR rdma_create_event_channel: %s\n", strerror(errno));
 		return 1;
 	}
-	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 5000) ||
-	    wait_event(RDMA_CM_EVENT_ADDR_RESOLVED, &ev)) {
-		printf("ERROR resolve addr\n");
-		return 1;
-	}
-	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(id, 5000) || wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED, &ev)) {
-		printf("ERROR resolve route\n");
-		return 1;
-	}
-	rdma_ack_cm_event(ev);
-	pd = ibv_alloc_pd(id->verbs);
-	cq = pd ? ibv_create_cq(id->verbs, 16, NULL, NULL, 0) : NULL;
-	if (!cq) {
-		printf("ERROR pd/cq\n");
-		return 1;
-	}
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = qa.recv_cq = cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, pd, &qa)) {
-		printf("ERROR rdma_create_qp: %s\n", strerror(errno));
-		return 1;
-	}
-	memset(&cp, 0, sizeof(cp));
-	cp.private_data = plen ? pdata : NULL;
-	cp.private_data_len = plen;
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
-	if (rdma_connect(id, &cp)) {
-		printf("ERROR rdma_connect: %s\n", strerror(errno));
-		return 1;
-	}
-	ret = wait_event(RDMA_CM_EVENT_ESTABLISHED, &ev);
-	if (ret < 0)
-		return 1;
-	if (ret > 0) {
-		if (ev->event == RDMA_CM_EVENT_REJECTED) {
-			printf("REJECTED status=%d\n", ev->status);
-			fflush(stdout);
-			return 2;
-		}
-		printf("ERROR event %s status=%d\n", rdma_event_str(ev->event), ev->status);
-		return 1;
-	}
-	printf("ESTABLISHED private=");
-	for (c = 0; c < ev->param.conn.private_data_len; c++)
-		printf("%02x", ((const unsigned char *)ev->param.conn.private_data)[c]);
-	printf("\n");
+	if (scripted)
+		return script();
+
+	ret = conn_open(&conn, pdata, plen);
 	fflush(stdout);
-	rdma_ack_cm_event(ev);
+	if (ret)
+		return ret;
 	for (c = 0; c < secs * 10; c++) {
 		if (until && access(until, F_OK) == 0)
 			break;
 		usleep(100000);
 	}
-	rdma_disconnect(id);
-	return 0;
+	return conn_release(&conn);
 }

@@ -3,6 +3,12 @@
 # data decoding, the memory model chosen for every memreg x dma_mr x device
 # capability combination on soft-RoCE and soft-iWARP (or the refusal), the
 # parameters' validation, sysfs and dmesg, and a real NFS client connecting.
+#
+# Environment:
+#   PD_FUZZ=16     random private data buffers per device (random lengths),
+#                  or "all": one per length the CM allows (0..56 on RoCE,
+#                  0..252 on iWARP)
+#   PD_SEED=8797   their seed (the failing case's bytes are printed)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
@@ -10,6 +16,8 @@
 KO=$ROOT/svcrdma_rs.ko
 NAME=rdma_rs
 PORT=20049
+PD_FUZZ=${PD_FUZZ:-16}
+PD_SEED=${PD_SEED:-8797}
 P=/sys/module/svcrdma_rs/parameters
 S=/sys/kernel/svcrdma_rs
 CM=$ROOT/tests/tools/cm_connect
@@ -38,29 +46,35 @@ last_conn() {
 	REPLY=$max
 }
 
+# The RDMA CM client: one `cm_connect -s` process per test (a coprocess
+# driven line by line: starting a verbs process costs seconds under TCG).
+cm_start() {
+	IP=${IP:-$(cat /tmp/guest_ip)}
+	coproc CMC { exec "$CM" -s "$IP" $PORT 2>&1; }
+	CMC_IN=${CMC[1]} CMC_OUT=${CMC[0]}
+}
+
+# cm_do COMMAND: sends COMMAND to the client, its answer in REPLY.
+cm_do() {
+	[ -n "${CMC_IN:-}" ] || cm_start
+	echo "$1" >&"$CMC_IN"
+	read -r -t 90 -u "$CMC_OUT" REPLY || REPLY="ERROR no answer from cm_connect to '$1'"
+}
+
 # connect HEX: connects with that private data and holds the connection;
 # sets CONN (the new sysfs directory) and SERVER_PD (the server's private
-# data), or RESULT=REJECTED/ERROR. release_conn ends it. Builtins only
-# while waiting: the guest is emulated.
+# data), or RESULT=REJECTED/ERROR; CM_LINE is the client's line.
+# release_conn ends it. Builtins only while waiting: the guest is emulated.
 connect() {
-	local hex=$1 before i line
-	IP=${IP:-$(cat /tmp/guest_ip)}
+	local hex=$1 before i
 	last_conn
 	before=$REPLY
-	rm -f /tmp/release /tmp/cm.out
-	$CM ${hex:+-p "$hex"} -t 60 -u /tmp/release "$IP" $PORT >/tmp/cm.out 2>&1 &
-	CM_PID=$!
 	RESULT= CONN= SERVER_PD=
-	for ((i = 0; i < 200; i++)); do
-		rd /tmp/cm.out
-		[ -n "$REPLY" ] && break
-		nap 0.15
-	done
-	line=$REPLY
-	RESULT=${line%% *}
-	case $RESULT in
-	ESTABLISHED)
-		SERVER_PD=${line#ESTABLISHED private=}
+	cm_do "connect $hex"
+	CM_LINE=$REPLY
+	RESULT=${CM_LINE%% *}
+	if [ "$RESULT" = ESTABLISHED ]; then
+		SERVER_PD=${CM_LINE#ESTABLISHED private=}
 		SERVER_PD=${SERVER_PD:0:16}
 		for ((i = 0; i < 100; i++)); do
 			last_conn
@@ -68,15 +82,13 @@ connect() {
 			nap 0.1
 		done
 		CONN=$S/connections/$REPLY
-		;;
-	*) wait $CM_PID || true ;;
-	esac
+	fi
 }
 
 release_conn() {
 	local i
-	: >/tmp/release
-	wait $CM_PID 2>/dev/null
+	cm_do release
+	[ "$REPLY" = RELEASED ] || fail "disconnect: $REPLY"
 	# The server's side goes when it sees the disconnect.
 	[ -z "$CONN" ] && return 0
 	for ((i = 0; i < 200; i++)); do
@@ -86,11 +98,73 @@ release_conn() {
 	fail "$CONN not removed after disconnect"
 }
 
+# The kernel log as it is written, without running dmesg per check (a
+# fork costs ~0.5 s in the guest): a `cat /dev/kmsg` follows it into a
+# file this shell reads with builtins. kmsg_window_start; ...;
+# kmsg_window_end leaves the lines logged in between in T_NEW: each end is
+# a marker written to /dev/kmsg, and the log is ordered.
+kmsg_follow() {
+	KMSG_FILE=/tmp/kmsg.follow.$BASHPID
+	# Made here: the redirection below happens in the child, later.
+	: >"$KMSG_FILE"
+	cat /dev/kmsg >>"$KMSG_FILE" &
+	KMSG_PID=$!
+	exec {KMSG_FD}<"$KMSG_FILE"
+	KMSG_PART= KMSG_SEQ=0
+	# The follower reads the whole log, earlier tests' markers included.
+	KMSG_TAG=$BASHPID-${EPOCHREALTIME/./}
+}
+kmsg_unfollow() {
+	kill "$KMSG_PID" 2>/dev/null || true
+	exec {KMSG_FD}<&-
+	rm -f "$KMSG_FILE"
+}
+
+# kmsg_until TEXT: reads the followed log up to the line ending in TEXT;
+# the lines before it are appended to T_NEW.
+kmsg_until() {
+	local l deadline=$((SECONDS + 30))
+	while ((SECONDS < deadline)); do
+		if read -r -u "$KMSG_FD" l; then
+			l=$KMSG_PART$l KMSG_PART=
+			[[ $l == *"$1" ]] && return 0
+			T_NEW+=("$l")
+		else
+			# At the end of the file: keep a partly written line.
+			KMSG_PART+=$l
+			nap 0.05
+		fi
+	done
+	fail "kernel log: '$1' not seen within 30 s"
+}
+
+kmsg_mark() {
+	KMSG_SEQ=$((KMSG_SEQ + 1))
+	echo "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ" >/dev/kmsg
+	kmsg_until "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ"
+}
+kmsg_window_start() { kmsg_mark; T_NEW=(); }
+kmsg_window_end() { kmsg_mark; }
+
+# pace: at least 0.8 s between connections whose log lines are checked.
+# The module rate-limits them to 10 per 5 s; when a line is logged after
+# its connection starts varies, so the margin is wide (0.55 s lost lines).
+pace() {
+	local now wait
+	now=${EPOCHREALTIME/./}
+	wait=$((${PACE_LAST:-0} + 800000 - now))
+	if ((wait > 0)); then
+		printf -v wait '0.%06d' $wait
+		nap $wait
+	fi
+	PACE_LAST=${EPOCHREALTIME/./}
+}
+
 # check_pd NAME HEX SEND RECV R: connect with HEX, expect the decoding.
 check_pd() {
 	local name=$1 hex=$2 send=$3 recv=$4 r=$5 got
 	connect "$hex"
-	[ "$RESULT" = ESTABLISHED ] || fail "$name: connection not established: $(cat /tmp/cm.out)"
+	[ "$RESULT" = ESTABLISHED ] || fail "$name: connection not established: $CM_LINE"
 	rd $CONN/client_send_size; got=$REPLY
 	rd $CONN/client_recv_size; got+=" $REPLY"
 	rd $CONN/client_remote_invalidate; got+=" $REPLY"
@@ -146,14 +220,36 @@ private_data_cases() {
 t_private_data_decoding_rxe() { private_data_cases 56; }
 t_private_data_decoding_siw() { private_data_cases 0; }
 
+# private_data_fuzz PAD MAXLEN: random private data, up to MAXLEN bytes
+# (what the CM takes on this transport), each connection checked against
+# tests/tools/pd_fuzz.py's independent decoding of the padded buffer.
+private_data_fuzz() {
+	local pad=$1 max=$2 hex send recv r n=0 args
+	args=(--seed "$PD_SEED" --max-len "$max" --pad "$pad")
+	[ "$PD_FUZZ" = all ] || args+=(--count "$PD_FUZZ")
+	python3 "$ROOT/tests/tools/pd_fuzz.py" "${args[@]}" >/tmp/pd_cases || fail "pd_fuzz.py failed"
+	while read -r hex send recv r; do
+		[ "$hex" = - ] && hex=
+		n=$((n + 1))
+		check_pd "fuzz_$n" "$hex" "$send" "$recv" "$r"
+	done </tmp/pd_cases
+	[ $n -gt 0 ] || fail "no fuzz cases"
+	echo "$n random private data buffers (seed $PD_SEED, up to $max bytes) decoded as RFC 8797 says"
+}
+t_private_data_fuzz_rxe() { private_data_fuzz 56 56; }
+# siw speaks MPA v2, whose 4 octets of IRD/ORD share the 256 the MPA frame
+# may carry: 252 is the most a client's private data can be (siw's connect
+# takes up to 256, and its peer resets the longer ones before any CM).
+t_private_data_fuzz_siw() { private_data_fuzz 0 252; }
+
 # The table, written out independently of the module's code: what a
-# connection on TRANSPORT with fast reg FR and global lkey LK gets under
-# MEMREG and DMA_MR.
+# connection on TRANSPORT with fast reg FR gets under MEMREG and DMA_MR, in
+# REPLY (no command substitution: a fork costs ~0.5 s in the guest).
 expected_model() {
 	local transport=$1 fr=$2 memreg=$3 dma=$4 dmamodel allowed
 	case $memreg in
-	frmr) [ "$fr" = 1 ] && echo frmr || echo refused; return ;;
-	auto) [ "$fr" = 1 ] && { echo frmr; return; } ;;
+	frmr) [ "$fr" = 1 ] && REPLY=frmr || REPLY=refused; return ;;
+	auto) [ "$fr" = 1 ] && { REPLY=frmr; return; } ;;
 	esac
 	if [ "$transport" = iwarp ]; then dmamodel=dma_mr_remote_write; else dmamodel=dma_mr; fi
 	case $dma in
@@ -161,7 +257,7 @@ expected_model() {
 	ib_only) [ "$transport" = iwarp ] && allowed=0 || allowed=1 ;;
 	always) allowed=1 ;;
 	esac
-	[ $allowed = 1 ] && echo $dmamodel || echo refused
+	[ $allowed = 1 ] && REPLY=$dmamodel || REPLY=refused
 }
 
 # one_line PATTERN: the single line of T_NEW matching the extended regex
@@ -180,6 +276,7 @@ matrix() {
 	local dev=$1 transport=$2 caps memreg dma fr lk want got line r n=0 d=$S/devices/$1 ip_re
 	IP=$(cat /tmp/guest_ip)
 	ip_re=${IP//./\\.}
+	kmsg_follow
 	for caps in "" no_fast_reg local_dma_lkey no_fast_reg,local_dma_lkey; do
 		echo "$caps" >$P/debug_caps || fail "debug_caps=$caps refused"
 		case $caps in *no_fast_reg*) fr=0 ;; *) fr=1 ;; esac
@@ -187,7 +284,8 @@ matrix() {
 		for memreg in auto frmr dma_mr; do
 			for dma in never ib_only always; do
 				echo $memreg >$P/memreg && echo $dma >$P/dma_mr || fail "cannot set parameters"
-				want=$(expected_model $transport $fr $memreg $dma)
+				expected_model $transport $fr $memreg $dma
+				want=$REPLY
 				n=$((n + 1))
 				# The device's sysfs says what the next connection gets.
 				if [ -d $d ]; then
@@ -196,10 +294,11 @@ matrix() {
 					rd $d/fast_reg; got=$REPLY; rd $d/local_dma_lkey; got+=" $REPLY"
 					[ "$got" = "$fr $lk" ] || fail "$dev [$caps]: device caps shown as $got, want $fr $lk"
 				fi
-				dmesg_count
+				pace
+				kmsg_window_start
 				connect ""
-				dmesg_new_since $T_MARK
 				if [ "$want" = refused ]; then
+					kmsg_window_end
 					[ "$RESULT" != ESTABLISHED ] || { release_conn; fail "$dev [$caps] memreg=$memreg dma_mr=$dma: accepted, want refused"; }
 					one_line 'svcrdma_rs: refusing connection'
 					line=$REPLY
@@ -210,11 +309,21 @@ matrix() {
 						[[ $line == *dma_mr=$dma* ]] || fail "refusal line does not name dma_mr=$dma: $line"
 					fi
 				else
-					[ "$RESULT" = ESTABLISHED ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: $(cat /tmp/cm.out), want $want"
+					[ "$RESULT" = ESTABLISHED ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: $CM_LINE, want $want"
 					rd $CONN/memreg
 					[ "$REPLY" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$REPLY, want $want"; }
 					rd $CONN/device; got=$REPLY; rd $CONN/transport; got+=" $REPLY"
 					[ "$got" = "$dev $transport" ] || fail "connection device/transport wrong: $got"
+					rd $CONN/frmr_pool
+					if [ $want = frmr ]; then
+						[ "$REPLY" -gt 0 ] || fail "FRMR connection without an MR pool"
+					else
+						[ "$REPLY" = 0 ] || fail "DMA MR connection with an MR pool"
+					fi
+					release_conn
+					# Ended once the server saw the disconnect: on iWARP the
+					# client is established before the server's side is.
+					kmsg_window_end
 					one_line 'svcrdma_rs: connection [0-9]+ from'
 					line=$REPLY
 					[[ $line =~ from\ $ip_re:[0-9]+\ on\ $dev\ \($transport\) ]] || fail "accept line lacks peer/device/transport: $line"
@@ -226,20 +335,13 @@ matrix() {
 					# Our R bit: clear exactly when a remote-write key is exposed.
 					[ $want = dma_mr_remote_write ] && r=00 || r=01
 					[ "$SERVER_PD" = "f6ab0e1801${r}0303" ] || fail "server private data $SERVER_PD, want f6ab0e1801${r}0303"
-					rd $CONN/frmr_pool
-					if [ $want = frmr ]; then
-						[ "$REPLY" -gt 0 ] || fail "FRMR connection without an MR pool"
-					else
-						[ "$REPLY" = 0 ] || fail "DMA MR connection with an MR pool"
-					fi
-					release_conn
 				fi
 				echo "$dev [$caps] memreg=$memreg dma_mr=$dma -> $want"
-				nap 0.5 # stay within the log rate limit (10 per 5 s)
 			done
 		done
 	done
 	echo "$n combinations"
+	kmsg_unfollow
 	echo >$P/debug_caps
 	echo auto >$P/memreg
 	echo ib_only >$P/dma_mr
@@ -274,24 +376,30 @@ t_real_nfs_client_connects() {
 	IP=$(cat /tmp/guest_ip)
 	modprobe rpcrdma
 	mkdir -p /mnt/x
-	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,soft,timeo=20,retrans=1 "$IP:/" /mnt/x &
-	local mpid=$! c found=
+	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,soft,timeo=100,retrans=1 "$IP:/" /mnt/x &
+	local mpid=$! c found= sizes peer memreg ri
 	for ((i = 0; i < 120; i++)); do
 		for c in $S/connections/*; do
-			[ -f "$c/peer" ] || continue
+			# Read at once: a connection the client gives up on goes away.
+			rd $c/client_send_size; sizes=$REPLY
+			rd $c/client_recv_size; sizes+=" $REPLY"
+			rd $c/client_remote_invalidate; sizes+=" $REPLY"
+			rd $c/peer; peer=$REPLY
+			rd $c/memreg; memreg=$REPLY
+			rd $c/remote_invalidate; ri=$REPLY
 			# The Linux client sends RFC 8797 private data: 4 KiB both ways, R set.
-			if [ "$(cat $c/client_send_size) $(cat $c/client_recv_size) $(cat $c/client_remote_invalidate)" = "4096 4096 1" ]; then
+			if [ "$sizes" = "4096 4096 1" ] && [ -n "$ri" ]; then
 				found=$c
 				break 2
 			fi
 		done
-		sleep 0.5
+		nap 0.5
 	done
 	[ -n "$found" ] || { kill $mpid 2>/dev/null; fail "no connection from the NFS client in sysfs"; }
-	grep . $found/*
-	grep -q "^$IP:" $found/peer || fail "peer is not the client's address"
-	[ "$(cat $found/memreg)" = frmr ] || fail "NFS client connection is not FRMR"
-	[ "$(cat $found/remote_invalidate)" = 1 ] || fail "both R bits set, but remote_invalidate is 0"
+	echo "$found: peer=$peer client sizes/R=$sizes memreg=$memreg remote_invalidate=$ri"
+	[[ $peer == "$IP:"* ]] || fail "peer $peer is not the client's address"
+	[ "$memreg" = frmr ] || fail "NFS client connection is not FRMR"
+	[ "$ri" = 1 ] || fail "both R bits set, but remote_invalidate is 0"
 	kill $mpid 2>/dev/null || true
 	wait $mpid 2>/dev/null || true
 	umount -f /mnt/x 2>/dev/null || true
@@ -317,11 +425,13 @@ t_teardown_clean() {
 
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
+t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
 t_run device_sysfs t_device_sysfs
 t_run parameters_validated t_parameters_validated
 t_run matrix_rxe t_matrix_rxe
 t_run real_nfs_client_connects t_real_nfs_client_connects
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw
+t_run private_data_fuzz_siw t_private_data_fuzz_siw
 t_run teardown_clean t_teardown_clean
 t_summary

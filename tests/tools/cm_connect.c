@@ -14,8 +14,9 @@
  * until FILE exists (-u) or SECS pass (-t, default 30), then disconnects.
  *
  * With -s it reads commands from stdin, one per line, and answers each with
- * one line on stdout, so a test makes many connections from one process
- * (starting a verbs process costs seconds in an emulated guest):
+ * one line on stdout starting with "= " (anything else on stdout is not an
+ * answer), so a test makes many connections from one process (starting a
+ * verbs process costs seconds in an emulated guest):
  *   connect [HEX]   connects; answers as above, holding an established one
  *   release         disconnects the held connection; answers RELEASED once
  *                   the disconnect completed, or ERROR
@@ -132,11 +133,17 @@ static int conn_open(struct conn *c, const unsigned char *pdata, int plen)
 		c->id = NULL;
 		return 1;
 	}
-	if (rdma_resolve_addr(c->id, NULL, peer->ai_addr, 5000) ||
-	    expect_event(c->id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve addr"))
+	if (rdma_resolve_addr(c->id, NULL, peer->ai_addr, 5000)) {
+		printf("ERROR rdma_resolve_addr: %s\n", strerror(errno));
 		goto err;
-	if (rdma_resolve_route(c->id, 5000) ||
-	    expect_event(c->id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve route"))
+	}
+	if (expect_event(c->id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve addr"))
+		goto err;
+	if (rdma_resolve_route(c->id, 5000)) {
+		printf("ERROR rdma_resolve_route: %s\n", strerror(errno));
+		goto err;
+	}
+	if (expect_event(c->id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve route"))
 		goto err;
 	c->pd = ibv_alloc_pd(c->id->verbs);
 	c->cq = c->pd ? ibv_create_cq(c->id->verbs, 16, NULL, NULL, 0) : NULL;
@@ -219,6 +226,7 @@ static int script(void)
 		int plen = 0;
 
 		line[strcspn(line, "\r\n")] = 0;
+		fputs("= ", stdout);
 		arg = strchr(line, ' ');
 		if (arg)
 			*arg++ = 0;

@@ -2,22 +2,19 @@
 /*
  * cm_connect: a minimal RDMA CM client for svcrdma_rs tests.
  *
- *   cm_connect [-6] [-p HEX] [-t SECS] [-u FILE] ADDR PORT
- *   cm_connect [-6] -s ADDR PORT
+ *   cm_connect [-6] ADDR PORT
  *
- * Connects an RC queue pair to ADDR:PORT, sending HEX (bytes in hex, may be
- * empty) as the CM private data. Prints one line:
- *   ESTABLISHED private=<hex of the server's private data>
- *   REJECTED status=<n>
- *   ERROR <what>
- * and exits 0, 2 or 1 accordingly. Once established it holds the connection
- * until FILE exists (-u) or SECS pass (-t, default 30), then disconnects.
- *
- * With -s it reads commands from stdin, one per line, and answers each with
- * one line on stdout starting with "= " (anything else on stdout is not an
- * answer), so a test makes many connections from one process (starting a
- * verbs process costs seconds in an emulated guest):
- *   connect [HEX]   connects; answers as above, holding an established one
+ * Reads commands from stdin, one per line, and answers each with one line
+ * on stdout starting with "= " (anything else on stdout is not an answer),
+ * so a test makes many connections from one process (starting a verbs
+ * process costs seconds in an emulated guest):
+ *   connect [HEX]   connects an RC queue pair to ADDR:PORT, sending HEX
+ *                   (bytes in hex, may be empty) as the CM private data;
+ *                   answers one of
+ *                     ESTABLISHED private=<hex of the server's private data>
+ *                     REJECTED status=<n>
+ *                     ERROR <what>
+ *                   and holds an established connection
  *   release         disconnects the held connection; answers RELEASED once
  *                   the disconnect completed, or ERROR
  * It exits at end of input, releasing what it holds.
@@ -254,54 +251,29 @@ static int script(void)
 
 int main(int argc, char **argv)
 {
-	unsigned char pdata[256];
-	int plen = 0, secs = 30, scripted = 0, c, ret;
-	const char *until = NULL;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	struct conn conn;
+	int c;
 
 	hints.ai_family = AF_INET;
-	while ((c = getopt(argc, argv, "6p:st:u:")) != -1) {
+	while ((c = getopt(argc, argv, "6")) != -1) {
 		switch (c) {
 		case '6': hints.ai_family = AF_INET6; break;
-		case 'p':
-			plen = parse_hex(optarg, pdata, sizeof(pdata));
-			if (plen < 0) {
-				printf("ERROR bad private data hex\n");
-				return 1;
-			}
-			break;
-		case 's': scripted = 1; break;
-		case 't': secs = atoi(optarg); break;
-		case 'u': until = optarg; break;
 		default: return 1;
 		}
 	}
 	if (optind + 2 != argc) {
-		fprintf(stderr, "usage: cm_connect [-6] [-p HEX] [-t SECS] [-u FILE] ADDR PORT\n"
-				"       cm_connect [-6] -s ADDR PORT\n");
+		fprintf(stderr, "usage: cm_connect [-6] ADDR PORT (commands on stdin)\n");
 		return 1;
 	}
+	/* Answers, so that a test waiting for one is not left hanging. */
 	if (getaddrinfo(argv[optind], argv[optind + 1], &hints, &peer)) {
-		printf("ERROR getaddrinfo\n");
+		printf("= ERROR getaddrinfo\n");
 		return 1;
 	}
 	ch = rdma_create_event_channel();
 	if (!ch) {
-		printf("ERROR rdma_create_event_channel: %s\n", strerror(errno));
+		printf("= ERROR rdma_create_event_channel: %s\n", strerror(errno));
 		return 1;
 	}
-	if (scripted)
-		return script();
-
-	ret = conn_open(&conn, pdata, plen);
-	fflush(stdout);
-	if (ret)
-		return ret;
-	for (c = 0; c < secs * 10; c++) {
-		if (until && access(until, F_OK) == 0)
-			break;
-		usleep(100000);
-	}
-	return conn_release(&conn);
+	return script();
 }

@@ -46,11 +46,11 @@ last_conn() {
 	REPLY=$max
 }
 
-# The RDMA CM client: one `cm_connect -s` process per test (a coprocess
+# The RDMA CM client: one `cm_connect` process per test (a coprocess
 # driven line by line: starting a verbs process costs seconds under TCG).
 cm_start() {
 	IP=${IP:-$(cat /tmp/guest_ip)}
-	coproc CMC { exec "$CM" -s "$IP" $PORT 2>>/tmp/cm.err; }
+	coproc CMC { exec "$CM" "$IP" $PORT 2>>/tmp/cm.err; }
 	CMC_IN=${CMC[1]} CMC_OUT=${CMC[0]}
 }
 
@@ -106,58 +106,6 @@ release_conn() {
 	done
 	fail "$CONN not removed after disconnect"
 }
-
-# The kernel log as it is written, without running dmesg per check (a
-# fork costs ~0.5 s in the guest): a `cat /dev/kmsg` follows it into a
-# file this shell reads with builtins. kmsg_window_start; ...;
-# kmsg_window_end leaves the lines logged in between in T_NEW: each end is
-# a marker written to /dev/kmsg, and the log is ordered.
-kmsg_follow() {
-	trap kmsg_unfollow EXIT
-	KMSG_FILE=/tmp/kmsg.follow.$BASHPID
-	# Made here: the redirection below happens in the child, later.
-	: >"$KMSG_FILE"
-	cat /dev/kmsg >>"$KMSG_FILE" &
-	KMSG_PID=$!
-	exec {KMSG_FD}<"$KMSG_FILE"
-	KMSG_PART= KMSG_SEQ=0
-	# The follower reads the whole log, earlier tests' markers included.
-	KMSG_TAG=$BASHPID-${EPOCHREALTIME/./}
-}
-kmsg_unfollow() {
-	[ -n "${KMSG_PID:-}" ] || return 0
-	kill "$KMSG_PID" 2>/dev/null || true
-	exec {KMSG_FD}<&-
-	rm -f "$KMSG_FILE"
-	KMSG_PID=
-}
-
-# kmsg_until TEXT: reads the followed log up to the line ending in TEXT;
-# the lines before it are appended to T_NEW.
-kmsg_until() {
-	local l deadline=$((SECONDS + 30))
-	while ((SECONDS < deadline)); do
-		if IFS= read -r -u "$KMSG_FD" l; then
-			l=$KMSG_PART$l KMSG_PART=
-			[[ $l == *"$1" ]] && return 0
-			T_NEW+=("$l")
-		else
-			# At the end of the file: keep a partly written line.
-			KMSG_PART+=$l
-			kill -0 "$KMSG_PID" 2>/dev/null || fail "the kernel log follower (cat /dev/kmsg) died"
-			nap 0.05
-		fi
-	done
-	fail "kernel log: '$1' not seen within 30 s"
-}
-
-kmsg_mark() {
-	KMSG_SEQ=$((KMSG_SEQ + 1))
-	echo "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ" >/dev/kmsg
-	kmsg_until "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ"
-}
-kmsg_window_start() { kmsg_mark; T_NEW=(); }
-kmsg_window_end() { kmsg_mark; }
 
 # pace: at least 0.8 s between connections whose log lines are checked.
 # The module rate-limits them to 10 per 5 s; when a line is logged after

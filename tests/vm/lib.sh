@@ -56,9 +56,60 @@ exec {T_NAPFD}<>"$T_NAPFIFO"
 nap() { read -rt "$1" -u "$T_NAPFD" _ || true; }
 rd() { REPLY=; read -r REPLY <"$1" 2>/dev/null || true; }
 
-# dmesg_new_since MARK: the kernel log lines after line MARK, in T_NEW.
-dmesg_count() { local _l; mapfile -t _l <<<"$(dmesg)"; T_MARK=${#_l[@]}; }
-dmesg_new_since() { local _l; mapfile -t _l <<<"$(dmesg)"; T_NEW=("${_l[@]:$1}"); }
+# The kernel log, two ways:
+# - many checks (connect.sh's matrices): kmsg_follow once, then
+#   kmsg_window_start; ...; kmsg_window_end leaves the lines logged in
+#   between in T_NEW. A `cat /dev/kmsg` follows the log into a file this
+#   shell reads with builtins, so no check runs dmesg (a fork costs ~0.5 s
+#   in the guest); each end is a marker written to /dev/kmsg, and the log
+#   is ordered.
+# - a few checks: dmesg_mark; ...; dmesg_since_mark (below).
+kmsg_follow() {
+	trap kmsg_unfollow EXIT
+	KMSG_FILE=/tmp/kmsg.follow.$BASHPID
+	# Made here: the redirection below happens in the child, later.
+	: >"$KMSG_FILE"
+	cat /dev/kmsg >>"$KMSG_FILE" &
+	KMSG_PID=$!
+	exec {KMSG_FD}<"$KMSG_FILE"
+	KMSG_PART= KMSG_SEQ=0
+	# The follower reads the whole log, earlier tests' markers included.
+	KMSG_TAG=$BASHPID-${EPOCHREALTIME/./}
+}
+kmsg_unfollow() {
+	[ -n "${KMSG_PID:-}" ] || return 0
+	kill "$KMSG_PID" 2>/dev/null || true
+	exec {KMSG_FD}<&-
+	rm -f "$KMSG_FILE"
+	KMSG_PID=
+}
+
+# kmsg_until TEXT: reads the followed log up to the line ending in TEXT;
+# the lines before it are appended to T_NEW.
+kmsg_until() {
+	local l deadline=$((SECONDS + 30))
+	while ((SECONDS < deadline)); do
+		if IFS= read -r -u "$KMSG_FD" l; then
+			l=$KMSG_PART$l KMSG_PART=
+			[[ $l == *"$1" ]] && return 0
+			T_NEW+=("$l")
+		else
+			# At the end of the file: keep a partly written line.
+			KMSG_PART+=$l
+			kill -0 "$KMSG_PID" 2>/dev/null || fail "the kernel log follower (cat /dev/kmsg) died"
+			nap 0.05
+		fi
+	done
+	fail "kernel log: '$1' not seen within 30 s"
+}
+
+kmsg_mark() {
+	KMSG_SEQ=$((KMSG_SEQ + 1))
+	echo "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ" >/dev/kmsg
+	kmsg_until "svcrdma_rs-test: mark $KMSG_TAG.$KMSG_SEQ"
+}
+kmsg_window_start() { kmsg_mark; T_NEW=(); }
+kmsg_window_end() { kmsg_mark; }
 
 # dmesg_mark; ...; dmesg_since_mark: the kernel log written in between.
 dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }

@@ -9,6 +9,8 @@
 #   make demo       boot a VM, serve an NFS mount over RDMA with the module
 #   make kernel     build (or reuse) the cached test kernel
 #   make host-test  cargo test / fmt / clippy of rust/proto, rustfmt of the rest
+#   make bench      svcrdma_rs vs the C svcrdma in one VM run (scripts/bench):
+#                   tables in results/bench-<time>/ (results/latest)
 #   make bench-proto   host micro-benchmarks of the rust/proto codecs
 #   make vm-test    the VM test suite (needs the module built)
 #   make vm-test-data  the full-size data-path suites (data, data-c)
@@ -34,7 +36,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module kernel bootstrap host-test bench-proto vm-test vm-test-data check demo clean
+.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data check demo clean
 
 all: module
 
@@ -56,6 +58,9 @@ bootstrap:
 
 host-test:
 	$(ROOT)/scripts/host-test
+
+bench:
+	$(ROOT)/scripts/bench $(BENCH_ARGS)
 
 bench-proto:
 	$(ROOT)/scripts/bench-proto

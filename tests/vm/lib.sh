@@ -132,6 +132,12 @@ wait_for() {
 	"$@"
 }
 
-# The guest's NIC (QEMU user networking) and its IPv4 address.
-guest_nic() { ip -o link show | awk -F': ' '$2 != "lo" { print $2; exit }' | cut -d@ -f1; }
-guest_ip() { ip -o -4 addr show dev "$(guest_nic)" | awk '{ print $4 }' | cut -d/ -f1 | head -n 1; }
+# The guest's NIC (QEMU user networking) and its IPv4 address. No reader
+# stops early (a writer killed by SIGPIPE fails a pipefail pipeline).
+guest_nic() {
+	local d
+	for d in /sys/class/net/*; do
+		[ "${d##*/}" = lo ] || { echo "${d##*/}"; return 0; }
+	done
+}
+guest_ip() { ip -o -4 addr show dev "$(guest_nic)" | awk 'NR == 1 { split($4, a, "/"); print a[1] }'; }

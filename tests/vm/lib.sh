@@ -137,7 +137,8 @@ wait_for() {
 guest_nic() {
 	local d
 	for d in /sys/class/net/*; do
-		[ "${d##*/}" = lo ] || { echo "${d##*/}"; return 0; }
+		# A real NIC has a device (lo, bonding_masters, dummies do not).
+		[ -e "$d/device" ] && { echo "${d##*/}"; return 0; }
 	done
 }
 guest_ip() { ip -o -4 addr show dev "$(guest_nic)" | awk 'NR == 1 { split($4, a, "/"); print a[1] }'; }

@@ -124,6 +124,23 @@ static void write_file(const char *path, const char *text)
 		close(fd);
 }
 
+/* The first line of a small file (sysfs) in BUF, without its newline. */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
 static int if_flags_up(int s, const char *ifname)
 {
 	struct ifreq ifr;
@@ -145,7 +162,10 @@ static void set_sin(struct sockaddr *sa, const char *addr)
 	inet_pton(AF_INET, addr, &sin->sin_addr);
 }
 
-/* The non-loopback interface with the lowest index, as `ip link` lists first. */
+/*
+ * The real NIC (one with a device: not lo or a virtual one) with the lowest
+ * index. tests/vm/lib.sh's guest_nic finds the same one.
+ */
 static int first_nic(char *out, size_t len)
 {
 	DIR *d = opendir("/sys/class/net");
@@ -157,21 +177,15 @@ static int first_nic(char *out, size_t len)
 	while ((e = readdir(d))) {
 		char path[512], buf[32];
 		long idx;
-		int fd;
-		ssize_t n;
 
-		if (e->d_name[0] == '.' || !strcmp(e->d_name, "lo") ||
-		    strlen(e->d_name) >= len)
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= len)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/net/%s/device", e->d_name);
+		if (access(path, F_OK))
 			continue;
 		snprintf(path, sizeof(path), "/sys/class/net/%s/ifindex", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (read_line(path, buf, sizeof(buf)))
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
 		idx = strtol(buf, NULL, 10);
 		if (best < 0 || idx < best) {
 			best = idx;
@@ -231,20 +245,11 @@ static void output(int debug)
 
 	d = debug ? NULL : opendir("/sys/class/virtio-ports");
 	while (d && (e = readdir(d))) {
-		ssize_t n;
-
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (read_line(path, name, sizeof(name)))
 			continue;
-		n = read(fd, name, sizeof(name) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		name[n] = 0;
-		name[strcspn(name, "\n")] = 0;
 		if (!strcmp(name, "svcrdma.out")) {
 			snprintf(port, sizeof(port), "/dev/%s", e->d_name);
 			dev = port;

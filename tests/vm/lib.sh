@@ -137,7 +137,8 @@ wait_for() {
 guest_nic() {
 	local d
 	for d in /sys/class/net/*; do
-		# A real NIC has a device (lo, bonding_masters, dummies do not).
+		# A real NIC has a device (lo, bonding_masters, dummies do not);
+		# scripts/vm-setup.c configures the same one.
 		[ -e "$d/device" ] && { echo "${d##*/}"; return 0; }
 	done
 }

@@ -160,6 +160,11 @@ void *svcrdma_rs_page_address(struct page *page)
 	return page_address(page);
 }
 
+void svcrdma_rs_put_page(struct page *page)
+{
+	put_page(page);
+}
+
 u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
 			    unsigned long offset, size_t size,
 			    enum dma_data_direction dir)

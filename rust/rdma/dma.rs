@@ -106,6 +106,11 @@ impl DmaMaps {
         Ok(addr)
     }
 
+    /// Whether nothing is mapped.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.maps.is_empty()
+    }
+
     /// Undoes every mapping (the device must be done with them).
     pub(crate) fn unmap_all(&mut self) {
         while let Some(m) = self.maps.pop() {

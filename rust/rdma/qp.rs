@@ -2,7 +2,11 @@
 
 //! Reliable-connected queue pairs, created on a CM id (`rdma_create_qp()`).
 
-use kernel::{error::to_result, prelude::*};
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+};
 
 use super::{cm::CmId, Cq, Pd};
 use crate::bindings;
@@ -28,6 +32,8 @@ pub(crate) struct QpCaps {
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
+    /// Drained already (by the owner, before `Drop`).
+    drained: Atomic<bool>,
 }
 
 // SAFETY: posting work requests is thread-safe in the verbs API.
@@ -84,6 +90,7 @@ impl Qp {
             Self {
                 id: id.as_ptr(),
                 qp,
+                drained: Atomic::new(false),
             },
             got,
         ))
@@ -101,15 +108,23 @@ impl Qp {
         // SAFETY: the QP is live (invariant).
         let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
     }
+
+    /// Moves the QP to the error state and waits until every posted work
+    /// request has completed (flushed), so no completion refers to its
+    /// owner afterwards. Sleeps; must not run on the QP's own completion
+    /// path. Done once: later calls return at once.
+    pub(crate) fn drain(&self) {
+        if self.drained.xchg(true, Relaxed) {
+            return;
+        }
+        // SAFETY: the QP is live (invariant).
+        unsafe { bindings::ib_drain_qp(self.qp) };
+    }
 }
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        // Draining moves the QP to the error state and waits until every
-        // posted work request has completed (flushed), so no completion
-        // refers to its owner afterwards.
-        // SAFETY: the QP is live (invariant).
-        unsafe { bindings::ib_drain_qp(self.qp) };
+        self.drain();
         // SAFETY: the id is live (invariant) and its QP is ours.
         unsafe { bindings::rdma_destroy_qp(self.id) };
     }

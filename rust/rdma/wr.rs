@@ -145,10 +145,13 @@ impl Chain {
         self.push(Wr::Reg(wr), &[])
     }
 
-    /// A local invalidation of `key`.
+    /// A local invalidation of `key`, fenced: it starts only once the
+    /// chain's earlier RDMA Reads are complete (IBA 10.8.3.3), so it can
+    /// follow the Reads whose sink it covers in the same chain.
     pub(crate) fn local_inv(&mut self, key: u32) -> Result {
         let mut wr = bindings::ib_send_wr {
             opcode: bindings::IB_WR_LOCAL_INV,
+            send_flags: bindings::IB_SEND_FENCE,
             ..Default::default()
         };
         wr.ex.invalidate_rkey = key;

@@ -218,6 +218,34 @@ impl<'a> Rqst<'a> {
         }
     }
 
+    /// Moves the Reply's pages (`rq_respages` up to `rq_next_page`: head,
+    /// page list and tail) into `out`, each with the reference the request
+    /// held, leaving their slots empty: sunrpc then neither releases them
+    /// nor reuses them, and refills the slots for the next request. The
+    /// Reply's memory stays valid until whoever holds `out` puts the pages.
+    pub(crate) fn take_reply_pages(&mut self, out: &mut KVec<*mut bindings::page>) -> Result {
+        let r = self.r_mut();
+        if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+            return Ok(());
+        }
+        // SAFETY: both point into the `rq_respages` array (sunrpc keeps
+        // `rq_next_page` within it).
+        let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
+        let n = usize::try_from(n).map_err(|_| EINVAL)?;
+        out.reserve(n, GFP_KERNEL)?;
+        for i in 0..n {
+            // SAFETY: `i` is below `rq_next_page`, inside the array.
+            let slot = unsafe { &mut *r.rq_respages.add(i) };
+            if slot.is_null() {
+                continue;
+            }
+            // Room was reserved above.
+            out.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            *slot = core::ptr::null_mut();
+        }
+        Ok(())
+    }
+
     /// The Reply's length.
     pub(crate) fn res_len(&self) -> usize {
         self.r().rq_res.len as usize

@@ -431,6 +431,12 @@ impl PinnedDrop for Connection {
         // Runs before the fields drop: completions flushed by the QP drain
         // and late CM events must leave sunrpc alone from here on.
         self.dying.store(true, Relaxed);
+        // Replies posted without waiting hold contexts that their last
+        // completion returns to the pool: drain while the pool and the
+        // send-queue accounting still exist.
+        if let Some(r) = self.res.as_ref() {
+            r.qp.drain();
+        }
     }
 }
 

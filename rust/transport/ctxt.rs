@@ -7,12 +7,18 @@
 //! and Reply chunk) and hangs it on the request (`rq_xprt_ctxt`);
 //! `xpo_result_payload` notes where each Write chunk's payload lies;
 //! `xpo_sendto` uses it, with its mapped send buffer and work-request
-//! storage, and `xpo_release_ctxt` gives it back. Steady state allocates
-//! nothing: a pool has one context per credit, and grows (to a bound) only
-//! for a client that sends more Calls than it was granted.
+//! storage. A context whose Reply went out belongs to that Reply's
+//! completions (`sq::post_reply`), which give it back, with the Reply's
+//! pages, once the device is done; otherwise `xpo_release_ctxt` gives it
+//! back. Steady state allocates nothing: a pool has one context per credit,
+//! and grows (to a bound) only for a client that sends more Calls than it
+//! was granted.
 
-use kernel::prelude::*;
+use core::cell::UnsafeCell;
 
+use kernel::{prelude::*, sync::atomic::Atomic};
+
+use super::{connection::Connection, sq::reply_done};
 use crate::{
     bindings,
     proto::{
@@ -47,6 +53,16 @@ pub(crate) struct CallCtxt {
     pub(crate) maps: DmaMaps,
     /// FRMR pool entries this RPC holds.
     pub(crate) mrs: KVec<u16>,
+    /// The Reply's pages, taken from nfsd while its Writes are in flight.
+    pub(crate) pages: KVec<*mut bindings::page>,
+    /// Completion of the Reply's work requests (`sq::post_reply`).
+    pub(crate) cqe: UnsafeCell<bindings::ib_cqe>,
+    /// The connection a posted Reply belongs to.
+    pub(crate) conn: *const Connection,
+    /// Completions of the posted Reply still to come.
+    pub(crate) remaining: Atomic<i32>,
+    /// The first failed completion's status (0: none).
+    pub(crate) status: Atomic<u32>,
     dev: *mut bindings::ib_device,
 }
 
@@ -96,6 +112,13 @@ impl CallCtxt {
             // SAFETY: the caller keeps `dev` alive longer than the context.
             maps: unsafe { DmaMaps::new(dev) },
             mrs: KVec::new(),
+            pages: KVec::new(),
+            cqe: UnsafeCell::new(bindings::ib_cqe {
+                done: Some(reply_done),
+            }),
+            conn: core::ptr::null(),
+            remaining: Atomic::new(0),
+            status: Atomic::new(0),
             dev: dev.as_ptr(),
         };
         // If the box cannot be allocated, `ctxt` drops and unmaps.
@@ -109,6 +132,17 @@ impl CallCtxt {
         self.next_write = 0;
         self.chain.clear();
         self.maps.unmap_all();
+        self.put_pages();
+    }
+
+    /// Gives back the Reply pages the context holds.
+    fn put_pages(&mut self) {
+        while let Some(page) = self.pages.pop() {
+            // SAFETY: each entry carries the reference `take_reply_pages`
+            // moved from the request; the device is done with the page
+            // (its mapping was undone first).
+            unsafe { bindings::svcrdma_rs_put_page(page) };
+        }
     }
 
     /// Makes the first `len` bytes of the send buffer visible to the device.
@@ -128,8 +162,10 @@ impl CallCtxt {
 impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.maps.unmap_all();
+        self.put_pages();
         // SAFETY: mapped at creation (invariant); no work request uses the
-        // buffer (every post is waited for).
+        // buffer (a posted Reply holds its context until its last
+        // completion, every other post is waited for).
         unsafe {
             bindings::svcrdma_rs_dma_unmap_single(
                 self.dev,

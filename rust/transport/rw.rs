@@ -7,8 +7,9 @@
 //! so the memory model decides how it is exposed:
 //! - FRMR: each sink piece is registered in an MR from the connection's
 //!   pool under a fresh key (REG_MR), read into, and invalidated — by the
-//!   Read itself on iWARP devices with Read With Invalidate, by a LOCAL_INV
-//!   once the Reads are done otherwise — before the MR returns to the pool.
+//!   Read itself on iWARP devices with Read With Invalidate, otherwise by a
+//!   fenced LOCAL_INV at the end of the same chain — before the MR returns
+//!   to the pool.
 //! - DMA MR: the sink is addressed with the PD's local key (IB, RoCE), or,
 //!   where policy allowed a remote-write DMA MR (iWARP), with its rkey.
 //!
@@ -187,54 +188,58 @@ pub(super) fn read_chunks(
     for &(chunk, dst) in chunks.iter().flatten() {
         build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
     }
+    add_invalidations(conn, ctxt)?;
     let read = post_and_wait(conn, &mut ctxt.chain);
     // The sink pages must be unmapped (and so synced for the CPU) before
-    // nfsd reads them; the FRMR sinks are unmapped by `invalidate`.
+    // nfsd reads them; the FRMR sinks are unmapped by `release_mrs`.
     ctxt.maps.unmap_all();
     read?;
-    invalidate(conn, ctxt)
+    release_mrs(conn, ctxt);
+    Ok(())
 }
 
-/// Invalidates the MRs the RPC registered (unless the Reads did) and
-/// returns them to the pool.
-fn invalidate(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
-    let Some(res) = conn.res() else {
+/// Ends the chain with the invalidation of every MR the Reads registered,
+/// unless the Reads invalidate them themselves (Read With Invalidate): one
+/// wait covers registration, Reads and invalidation.
+fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
+    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
         return Ok(());
+    };
+    if let Model::Frmr {
+        read_with_inv: true,
+        ..
+    } = conn.info.model
+    {
+        return Ok(());
+    }
+    for &i in ctxt.mrs.iter() {
+        if let Some(mr) = pool.mr(i) {
+            // SAFETY: a live MR we hold.
+            let key = unsafe { (*mr).lkey };
+            ctxt.chain.local_inv(key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Unmaps the MRs of a Call whose chain (Reads and invalidations)
+/// completed and returns them to the pool. After a failed chain they stay
+/// with the context instead: they may still be registered, and the
+/// connection is closing (`Connection::ctxt_put` deals with them).
+fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
+    let Some(res) = conn.res() else {
+        return;
     };
     let Some(pool) = res.frmrs.as_ref() else {
-        return Ok(());
+        return;
     };
-    let read_with_inv = matches!(
-        conn.info.model,
-        Model::Frmr {
-            read_with_inv: true,
-            ..
-        }
-    );
-    let mut result = Ok(());
-    if !read_with_inv && !ctxt.mrs.is_empty() {
-        ctxt.chain.clear();
+    if let Some(dev) = res.cm_id.device() {
         for &i in ctxt.mrs.iter() {
-            if let Some(mr) = pool.mr(i) {
-                // SAFETY: a live MR we hold.
-                let key = unsafe { (*mr).lkey };
-                ctxt.chain.local_inv(key)?;
-            }
+            // SAFETY: we hold entry `i`; its Read and invalidation completed.
+            unsafe { pool.unmap(dev.as_ptr(), i) };
         }
-        result = post_and_wait(conn, &mut ctxt.chain);
     }
-    if result.is_ok() {
-        if let Some(dev) = res.cm_id.device() {
-            for &i in ctxt.mrs.iter() {
-                // SAFETY: we hold entry `i`; its Read completed.
-                unsafe { pool.unmap(dev.as_ptr(), i) };
-            }
-        }
-        conn.mrs_give(&mut ctxt.mrs);
-    }
-    // On failure the connection is closing: the MRs stay with the context
-    // (still registered until the QP is gone, and never used again).
-    result
+    conn.mrs_give(&mut ctxt.mrs);
 }
 
 /// Accumulates RDMA Writes of local bytes into a chunk's segments.
@@ -339,8 +344,9 @@ pub(super) fn build_writes(
     let mut w = ChunkWriter::new(chain, segs, res.send_sge as usize, res.pd.local_dma_lkey());
     for (start, end) in ranges {
         rq.res_pieces(start as usize, end as usize, |piece| {
-            // SAFETY: Reply memory stays allocated and unchanged until
-            // `xpo_sendto` returns, after the Writes complete.
+            // SAFETY: Reply memory stays allocated and unchanged until the
+            // Writes complete: the context takes the Reply's pages before
+            // the chain is posted (`sendto::build_reply`).
             let addr = unsafe {
                 match piece {
                     Piece::Virt(p, l) => maps.map_virt(p, l, bindings::DMA_TO_DEVICE),

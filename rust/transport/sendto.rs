@@ -9,11 +9,12 @@
 //! what it advertised, or 1024), otherwise by RDMA Write into the Reply
 //! chunk; if the client offered none, it gets RDMA_ERROR (ERR_CHUNK).
 //!
-//! The Writes and the Send go as one chain, waited for before returning, so
-//! nfsd's reply pages are never in the device's hands after `xpo_sendto`.
-//! The Send invalidates the client's STag (Send With Invalidate) only when
-//! both peers set the R bit (RFC 8797 §4) and the Call's chunks all named
-//! that one STag.
+//! The Writes and the Send go as one chain, not waited for: when Writes
+//! read the Reply's pages, the context takes them from nfsd (sunrpc gives
+//! the thread fresh ones), and the chain's last completion returns the
+//! context with them (`sq::post_reply`). The Send invalidates the client's
+//! STag (Send With Invalidate) only when both peers set the R bit (RFC 8797
+//! §4) and the Call's chunks all named that one STag.
 
 use kernel::prelude::*;
 
@@ -22,7 +23,7 @@ use super::{
     ctxt::{CallCtxt, MAX_WRITE_CHUNKS},
     recvfrom::LIMITS,
     rw,
-    sq::post_and_wait,
+    sq::{post_and_wait, post_reply},
 };
 use crate::{
     bindings,
@@ -78,14 +79,26 @@ pub(super) fn result_payload(rqstp: *mut bindings::svc_rqst, offset: u32, length
 /// length, or a negative errno (the connection is then closing).
 pub(super) fn sendto(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int {
     // SAFETY: sunrpc passes a live request owned by this thread.
-    let rq = unsafe { Rqst::from_raw(rqstp) };
+    let mut rq = unsafe { Rqst::from_raw(rqstp) };
     let ptr = rq.ctxt().cast::<CallCtxt>();
     if ptr.is_null() {
         return ENOTCONN.to_errno();
     }
-    // SAFETY: as in `result_payload`.
-    let ctxt = unsafe { &mut *ptr };
-    match send_reply(conn, &rq, ctxt) {
+    let built = {
+        // SAFETY: as in `result_payload`; this borrow ends before the
+        // context is handed on.
+        let ctxt = unsafe { &mut *ptr };
+        build_reply(conn, &mut rq, ctxt)
+    };
+    let sent = built.and_then(|len| {
+        // The context goes with the Reply from here on.
+        rq.set_ctxt(core::ptr::null_mut());
+        // SAFETY: leaked by `recvfrom` into the request, which no longer
+        // refers to it; nothing else does.
+        let ctxt = unsafe { KBox::from_raw(ptr) };
+        post_reply(conn, ctxt).map(|()| len)
+    });
+    match sent {
         Ok(len) => c_int::try_from(len).unwrap_or(c_int::MAX),
         Err(e) => {
             pr_warn_ratelimited!(
@@ -111,7 +124,9 @@ fn call_header<'h>(ctxt: &CallCtxt) -> Result<Header<'h>> {
     decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)
 }
 
-fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
+/// Builds the Reply's chain in `ctxt` (Writes and Send), taking the Reply's
+/// pages from the request if Writes read them. Returns the Reply's length.
+fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
     let res = conn.res().ok_or(ENOTCONN)?;
     let call = call_header(ctxt)?;
     let credits = conn.info.credits;
@@ -196,9 +211,10 @@ fn send_reply(conn: &Connection, rq: &Rqst<'_>, ctxt: &mut CallCtxt) -> Result<u
         lkey: res.pd.local_dma_lkey(),
     };
     ctxt.chain.send(&[sge], invalidate)?;
-    let posted = post_and_wait(conn, &mut ctxt.chain);
-    ctxt.maps.unmap_all();
-    posted?;
+    if !ctxt.maps.is_empty() {
+        // The Writes read the Reply's memory until they complete.
+        rq.take_reply_pages(&mut ctxt.pages)?;
+    }
     Ok(len as usize)
 }
 

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Posting work-request chains on a connection's send queue and waiting for
-//! them.
+//! Posting work-request chains on a connection's send queue.
 //!
 //! Every data-path operation (RDMA Reads for a Call, RDMA Writes and the
 //! Send of a Reply, invalidations) is one chain posted by the nfsd thread
-//! working on that RPC, which then sleeps until every request of the chain
-//! has completed. Every request is signaled, so each produces exactly one
-//! completion, whether it succeeds, fails or is flushed when the QP goes
+//! working on that RPC. Every request is signaled, so each produces exactly
+//! one completion, whether it succeeds, fails or is flushed when the QP goes
 //! down: the count of completions tells when the device is done with the
 //! memory the chain refers to. Nothing the device may still touch is ever
 //! released early.
+//!
+//! Reads and invalidations are waited for ([`post_and_wait`]): nfsd needs
+//! their result. A Reply is not ([`post_reply`]): its context, holding the
+//! send buffer, the DMA mappings and the Reply's pages taken from nfsd,
+//! goes with the chain, and the last completion returns it to the pool, so
+//! the nfsd thread moves on to the next Call at once.
 //!
 //! The send queue has a fixed number of slots. A chain reserves its slots
 //! before posting (waiting while other RPCs hold them); each completion
@@ -22,14 +26,14 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{
-            ordering::{Acquire, Full},
+            ordering::{Acquire, Full, Relaxed},
             Atomic,
         },
         Completion,
     },
 };
 
-use super::connection::Connection;
+use super::{connection::Connection, ctxt::CallCtxt};
 use crate::{bindings, log::pr_warn_ratelimited, rdma::wr::Chain};
 
 /// One posted chain, alive on the poster's stack until all its requests
@@ -88,16 +92,7 @@ unsafe extern "C" fn op_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc
     };
     // SAFETY: the poster holds a reference on the connection while waiting.
     let conn = unsafe { &*op.conn };
-    if wc.status != bindings::IB_WC_SUCCESS {
-        let _ = op.status.cmpxchg(0, wc.status, Full);
-        if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
-            pr_warn_ratelimited!(
-                "connection {}: work request failed with status {}, closing\n",
-                conn.id,
-                wc.status
-            );
-        }
-    }
+    note_status(conn, &op.status, wc);
     conn.sq_release(1);
     // Last use of `op`: the poster may return once the count reaches zero.
     op.complete(1);
@@ -150,4 +145,135 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
         return Err(EIO);
     }
     Ok(())
+}
+
+/// Notes a failed completion of `conn` in `status` (the first one wins),
+/// with a line unless it is a flush (the QP went down on purpose).
+fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
+    if wc.status == bindings::IB_WC_SUCCESS {
+        return;
+    }
+    let _ = status.cmpxchg(0, wc.status, Full);
+    if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
+        pr_warn_ratelimited!(
+            "connection {}: work request failed with status {}, closing\n",
+            conn.id,
+            wc.status
+        );
+    }
+}
+
+/// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
+/// without waiting. The context goes with the chain: its last completion
+/// returns it to `conn`'s pool, releasing the mappings and the Reply pages
+/// it holds. A failure closes the connection; the context is returned
+/// either way.
+pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result {
+    let Some(res) = conn.res() else {
+        conn.ctxt_put(ctxt);
+        return Err(ENOTCONN);
+    };
+    let n = ctxt.chain.len();
+    let (Ok(n), Ok(count)) = (u32::try_from(n), i32::try_from(n)) else {
+        conn.ctxt_put(ctxt);
+        return Err(EMSGSIZE);
+    };
+    if count == 0 {
+        conn.ctxt_put(ctxt);
+        return Ok(());
+    }
+    if let Err(e) = conn.sq_reserve(n) {
+        conn.ctxt_put(ctxt);
+        return Err(e);
+    }
+    ctxt.remaining.store(count, Relaxed);
+    ctxt.status.store(0, Relaxed);
+    ctxt.conn = conn;
+    let cqe = ctxt.cqe.get();
+    let head = ctxt.chain.link(cqe);
+    let raw = KBox::into_raw(ctxt);
+    let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+    // SAFETY: the chain is fully linked and lives in the context, which the
+    // completions own from here on and free only after the last one; every
+    // request's memory is mapped for the device until then.
+    let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
+    if rc == 0 {
+        return Ok(());
+    }
+    // Requests from `bad` on were not posted and will never complete; the
+    // context stays alive until they are accounted for below, so its chain
+    // can still be read (completions touch only its counters).
+    let posted = if bad.is_null() {
+        0
+    } else {
+        // SAFETY: `raw` is live (see above); only the chain field is
+        // borrowed, which no completion handler touches.
+        unsafe { (*raw).chain.position(bad) }.unwrap_or(n as usize)
+    };
+    let unposted = n - posted as u32;
+    conn.sq_release(unposted);
+    pr_warn_ratelimited!(
+        "connection {}: posting {} work requests failed: error {}, closing\n",
+        conn.id,
+        n,
+        rc
+    );
+    conn.close();
+    // SAFETY: `raw` came from `KBox::into_raw` above and the unposted
+    // requests are counted in `remaining`.
+    unsafe { reply_completed(conn, raw, unposted as i32) };
+    Err(Error::from_errno(rc))
+}
+
+/// Accounts for `n` completions of the Reply posted with context `raw`;
+/// the last one returns the context to `conn`'s pool.
+///
+/// # Safety
+///
+/// `raw` must be a context given to [`post_reply`] whose `remaining` counts
+/// at least `n` completions not yet accounted for.
+unsafe fn reply_completed(conn: &Connection, raw: *mut CallCtxt, n: i32) {
+    // SAFETY: live until the count reaches zero (function contract); only
+    // the counter is borrowed.
+    let remaining = unsafe { &(*raw).remaining };
+    if remaining.fetch_sub(n, Full) != n {
+        return;
+    }
+    // SAFETY: the last completion: nothing else refers to the context any
+    // more, and it came from `KBox::into_raw` in `post_reply`.
+    let ctxt = unsafe { KBox::from_raw(raw) };
+    if ctxt.status.load(Acquire) != 0 {
+        conn.close();
+    }
+    conn.ctxt_put(ctxt);
+}
+
+/// A request of a Reply chain completed.
+///
+/// # Safety
+///
+/// Called by the send CQ only, for a request posted by [`post_reply`],
+/// whose context lives until its last completion.
+pub(crate) unsafe extern "C" fn reply_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the CQ passes a valid completion for the call's duration.
+    let wc = unsafe { &*wc };
+    // SAFETY: Reply requests carry the `cqe` of their live context.
+    let raw = unsafe {
+        kernel::container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<UnsafeCell<bindings::ib_cqe>>(),
+            CallCtxt,
+            cqe
+        )
+    };
+    // SAFETY: the context is live (this completion is not yet counted);
+    // `post_reply` set `conn` before posting, and the connection drains
+    // its QP before it is freed.
+    let conn = unsafe { &*(*raw).conn };
+    // SAFETY: as above; only the status field is borrowed.
+    note_status(conn, unsafe { &(*raw).status }, wc);
+    conn.sq_release(1);
+    // SAFETY: this completion is one `remaining` counts.
+    unsafe { reply_completed(conn, raw, 1) };
 }

@@ -112,7 +112,8 @@ impl Qp {
     /// Moves the QP to the error state and waits until every posted work
     /// request has completed (flushed), so no completion refers to its
     /// owner afterwards. Sleeps; must not run on the QP's own completion
-    /// path. Done once: later calls return at once.
+    /// path. Done once: later calls (by the owner, after the first has
+    /// returned) do nothing.
     pub(crate) fn drain(&self) {
         if self.drained.xchg(true, Relaxed) {
             return;

@@ -145,9 +145,10 @@ impl Chain {
         self.push(Wr::Reg(wr), &[])
     }
 
-    /// A local invalidation of `key`, fenced: it starts only once the
-    /// chain's earlier RDMA Reads are complete (IBA 10.8.3.3), so it can
-    /// follow the Reads whose sink it covers in the same chain.
+    /// A local invalidation of `key`, fenced: it starts only once every
+    /// RDMA Read posted before it on the send queue is complete (IBA
+    /// 10.8.3.3), so it can follow the Reads whose sink it covers in the
+    /// same chain.
     pub(crate) fn local_inv(&mut self, key: u32) -> Result {
         let mut wr = bindings::ib_send_wr {
             opcode: bindings::IB_WR_LOCAL_INV,

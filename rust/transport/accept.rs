@@ -278,11 +278,18 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
         // Every request a chain posts is signaled: the send queue's slots,
         // less the one the drain at teardown needs, are what chains hold.
+        let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
+        // Contexts: the Calls in progress and the Replies in flight, which
+        // hold theirs until their Send completes. A client within its
+        // credits has at most `credits` of both together, but its credit
+        // comes back with a Reply, so its next Call may arrive before that
+        // Reply's completion is handled here: a wide margin, so a slow
+        // completion worker never costs a well-behaved client a Call.
         conn.init_pools(
             &dev,
-            got.send_wr.min(depths.send_wr).saturating_sub(1),
+            sq_slots,
             depths.credits as usize,
-            depths.credits as usize * 4,
+            depths.credits as usize * 8,
             frmrs.as_ref().map_or(0, |f| f.len()),
         )?;
         if let Err(e) = recv.post_all(&qp) {

@@ -4,10 +4,12 @@
 //!
 //! Built by [`super::accept`] when an nfsd thread accepts a connection
 //! request; from then on sunrpc's reference count owns it. Teardown order
-//! matters and is the field order of [`Resources`]: the QP is drained (every
-//! posted request completes, flushed) and destroyed first, then the buffers
-//! and MRs it used, the CQs and the PD, and the CM id last, so no event
-//! handler or completion ever sees a half-freed connection.
+//! matters: [`Connection::free`] drains the QP first (every posted request
+//! completes, flushed, and Replies in flight give their contexts back),
+//! then the fields drop, [`Resources`] in its field order: the QP is
+//! destroyed, then the buffers and MRs it used, the CQs and the PD, and the
+//! CM id last, so no event handler or completion ever sees a half-freed
+//! connection.
 
 use kernel::{
     new_condvar, new_spinlock,
@@ -412,7 +414,22 @@ impl Connection {
     /// `ptr` must be the `xprt` of a `Connection` leaked from a pinned
     /// `KBox`, with no reference left.
     pub(crate) unsafe fn free(ptr: *mut bindings::svc_xprt) {
-        // SAFETY: as in `from_svc_xprt`; nothing refers to it any more.
+        {
+            // SAFETY: as in `from_svc_xprt`; only completions still refer
+            // to it, through shared references too.
+            let conn = unsafe { &*ptr.cast::<Self>() };
+            // Completions flushed by the drain and late CM events must
+            // leave sunrpc alone from here on.
+            conn.dying.store(true, Relaxed);
+            // Replies posted without waiting hold contexts that their last
+            // completion returns to the pool: drain while the pool and the
+            // send-queue accounting exist, before anything is dropped.
+            if let Some(r) = conn.res() {
+                r.qp.drain();
+            }
+        }
+        // SAFETY: as in `from_svc_xprt`; after the drain nothing refers to
+        // it any more.
         drop(unsafe { Pin::new_unchecked(KBox::from_raw(ptr.cast::<Self>())) });
     }
 
@@ -428,15 +445,9 @@ impl Connection {
 #[pinned_drop]
 impl PinnedDrop for Connection {
     fn drop(self: Pin<&mut Self>) {
-        // Runs before the fields drop: completions flushed by the QP drain
-        // and late CM events must leave sunrpc alone from here on.
+        // Runs before the fields drop (`free` has drained the QP already):
+        // late CM events must leave sunrpc alone from here on.
         self.dying.store(true, Relaxed);
-        // Replies posted without waiting hold contexts that their last
-        // completion returns to the pool: drain while the pool and the
-        // send-queue accounting still exist.
-        if let Some(r) = self.res.as_ref() {
-            r.qp.drain();
-        }
     }
 }
 

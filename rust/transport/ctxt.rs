@@ -66,8 +66,11 @@ pub(crate) struct CallCtxt {
     dev: *mut bindings::ib_device,
 }
 
-// SAFETY: a context is used by one thread at a time (the nfsd thread that
-// owns its request); the device pointer is only used to unmap.
+// SAFETY: one party owns a context at a time: the nfsd thread working on
+// its RPC, or, once its Reply is posted, that Reply's completions, which
+// share only its atomic counters (and read `conn`, set before posting)
+// until the last one takes it back. The device pointer is only used to
+// (un)map.
 unsafe impl Send for CallCtxt {}
 // SAFETY: as above.
 unsafe impl Sync for CallCtxt {}

@@ -116,11 +116,11 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     if rc != 0 {
         // Requests from `bad` on were not posted: they will never complete.
-        // A provider that names no request posted none; one that names a
-        // request not in the chain is not trusted: wait for all of them
-        // (the QP is moved to error below, so they complete).
+        // Without `bad` (siw queues the whole chain and then fails to start
+        // sending), or with one not in the chain, wait for all of them (the
+        // QP is moved to error below, so they complete, flushed).
         let posted = if bad.is_null() {
-            0
+            n as usize
         } else {
             chain.position(bad).unwrap_or(n as usize)
         };
@@ -166,8 +166,8 @@ fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
 /// without waiting. The context goes with the chain: its last completion
 /// returns it to `conn`'s pool, releasing the mappings and the Reply pages
-/// it holds. A failure closes the connection; the context is returned
-/// either way.
+/// it holds. The context is returned on every failure too; a failed post
+/// also closes the connection (the caller closes it on the others).
 pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result {
     let Some(res) = conn.res() else {
         conn.ctxt_put(ctxt);
@@ -186,43 +186,51 @@ pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result 
         conn.ctxt_put(ctxt);
         return Err(e);
     }
-    ctxt.remaining.store(count, Relaxed);
+    // One count more than the requests: this thread's hold, so the
+    // context outlives the post call whatever completes meanwhile (no
+    // overflow: `n` fit in the send queue).
+    ctxt.remaining.store(count + 1, Relaxed);
     ctxt.status.store(0, Relaxed);
     ctxt.conn = conn;
     let cqe = ctxt.cqe.get();
     let head = ctxt.chain.link(cqe);
     let raw = KBox::into_raw(ctxt);
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // SAFETY: the chain is fully linked and lives in the context, which the
-    // completions own from here on and free only after the last one; every
-    // request's memory is mapped for the device until then.
+    // SAFETY: the chain is fully linked and lives in the context, which
+    // stays alive until the last count (ours included) is accounted for;
+    // every request's memory is mapped for the device until then.
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
-    if rc == 0 {
-        return Ok(());
+    let mut release = 1;
+    if rc != 0 {
+        // Requests from `bad` on were not posted and will never complete.
+        // Without `bad` (siw queues the whole chain and then fails to start
+        // sending), or with one not in the chain, every request is taken
+        // as posted: closing the connection flushes them.
+        let posted = if bad.is_null() {
+            n as usize
+        } else {
+            // SAFETY: our hold keeps `raw` alive; completion handlers touch
+            // only its counters, `conn` and `cqe`, never the chain.
+            unsafe { (*raw).chain.position(bad) }.unwrap_or(n as usize)
+        };
+        let unposted = n - posted as u32;
+        conn.sq_release(unposted);
+        release += unposted as i32;
+        pr_warn_ratelimited!(
+            "connection {}: posting {} work requests failed: error {}, closing\n",
+            conn.id,
+            n,
+            rc
+        );
+        conn.close();
     }
-    // Requests from `bad` on were not posted and will never complete; the
-    // context stays alive until they are accounted for below, so its chain
-    // can still be read (completions touch only its counters).
-    let posted = if bad.is_null() {
-        0
-    } else {
-        // SAFETY: `raw` is live (see above); only the chain field is
-        // borrowed, which no completion handler touches.
-        unsafe { (*raw).chain.position(bad) }.unwrap_or(n as usize)
-    };
-    let unposted = n - posted as u32;
-    conn.sq_release(unposted);
-    pr_warn_ratelimited!(
-        "connection {}: posting {} work requests failed: error {}, closing\n",
-        conn.id,
-        n,
-        rc
-    );
-    conn.close();
-    // SAFETY: `raw` came from `KBox::into_raw` above and the unposted
-    // requests are counted in `remaining`.
-    unsafe { reply_completed(conn, raw, unposted as i32) };
-    Err(Error::from_errno(rc))
+    // SAFETY: `raw` came from `KBox::into_raw` above; `release` is our hold
+    // plus the requests that were never posted, all counted in `remaining`.
+    unsafe { reply_completed(conn, raw, release) };
+    if rc != 0 {
+        return Err(Error::from_errno(rc));
+    }
+    Ok(())
 }
 
 /// Accounts for `n` completions of the Reply posted with context `raw`;
@@ -242,7 +250,9 @@ unsafe fn reply_completed(conn: &Connection, raw: *mut CallCtxt, n: i32) {
     // SAFETY: the last completion: nothing else refers to the context any
     // more, and it came from `KBox::into_raw` in `post_reply`.
     let ctxt = unsafe { KBox::from_raw(raw) };
-    if ctxt.status.load(Acquire) != 0 {
+    let status = ctxt.status.load(Acquire);
+    // A flush means the connection is already going down.
+    if status != 0 && status != bindings::IB_WC_WR_FLUSH_ERR {
         conn.close();
     }
     conn.ctxt_put(ctxt);

@@ -1,0 +1,238 @@
+#!/bin/bash
+# The fault suite (runs inside the VM): svcrdma_rs under connection storms,
+# a client that vanishes mid-transfer, its RDMA device deleted under load,
+# nfsd stopped under load, and rmmod under load. After each scenario no
+# connection is left in sysfs and the kernel logged no report; a mount then
+# moves data correctly again (the data written under the fault is checked
+# byte for byte).
+#
+# Environment:
+#   PROFILE=full|check  full (make hostile): the counts of the hostile-client
+#                       issue, and a kmemleak scan after every scenario;
+#                       check (make check): every scenario, small counts
+#                       (vm-run's own kmemleak scan at the end covers them)
+#   CYCLES=1000         connect/disconnect cycles (check: 30)
+#   LOAD_MB=32          MiB written under each fault (check: 8; the debug
+#                       kernel under TCG moves ~0.7 MB/s)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+
+PROFILE=${PROFILE:-full}
+if [ "$PROFILE" = check ]; then
+	CYCLES=${CYCLES:-30} LOAD_MB=${LOAD_MB:-8}
+fi
+CYCLES=${CYCLES:-1000}
+LOAD_MB=${LOAD_MB:-32}
+KO=$ROOT/svcrdma_rs.ko
+NAME=rdma_rs
+PORT=20049
+MNT=/mnt/faults
+S=/sys/kernel/svcrdma_rs
+CM=$ROOT/tests/tools/cm_connect
+KML=/sys/kernel/debug/kmemleak
+
+# conns: the connections in sysfs, in REPLY (their ids, space-separated).
+conns() {
+	local d
+	REPLY=
+	for d in $S/connections/*; do
+		if [[ ${d##*/} =~ ^[0-9]+$ ]]; then REPLY+="${d##*/} "; fi
+	done
+}
+
+# no_conns SECS: every connection's sysfs directory goes within SECS.
+no_conns() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		conns
+		[ -z "$REPLY" ] && return 0
+		nap 0.1
+	done
+	fail "connections still in sysfs after $1 s: $REPLY"
+}
+
+# leaks: in the full profile, a kmemleak scan must find nothing new (an
+# object is reported once it looked unreferenced in two scans).
+leaks() {
+	[ "$PROFILE" = full ] && [ -w $KML ] || return 0
+	echo scan >$KML
+	nap 2
+	echo scan >$KML
+	local found
+	found=$(<$KML)
+	echo clear >$KML
+	[ -z "$found" ] || { echo "$found" | head -n 40; fail "kmemleak: $(echo "$found" | head -n 1)"; }
+}
+
+# after: what every scenario ends with.
+after() {
+	no_conns 60
+	dmesg_clean_since_mark
+	leaks
+}
+
+server_start() {
+	nfsd_prepare
+	grep -q "^$NAME " /proc/fs/nfsd/portlist 2>/dev/null || nfsd_listen $NAME $PORT || fail "no $NAME listener"
+	grep -q "^tcp " /proc/fs/nfsd/portlist || nfsd_listen tcp 2049
+	nfsd_start 4
+}
+
+mnt() { nfs_mount "vers=3,proto=rdma,port=$PORT" $MNT || fail "mount over RDMA failed"; }
+umnt() { timeout 120 umount $MNT || { sleep 2; timeout 60 umount $MNT; } || fail "umount failed"; }
+
+# load_start NAME: writes LOAD_MB MiB of random data to the mount with
+# direct I/O in the background (LOAD_PID), and returns once 1 MiB is in.
+load_start() {
+	LOAD_NAME=$1
+	head -c $((LOAD_MB << 20)) /dev/urandom >/tmp/load.src
+	dd if=/tmp/load.src of=$MNT/$LOAD_NAME bs=1M oflag=direct status=none 2>/tmp/load.err &
+	LOAD_PID=$!
+	local i size
+	for ((i = 0; i < 600; i++)); do
+		size=$(stat -c %s $MNT/$LOAD_NAME 2>/dev/null || echo 0)
+		((size >= 1 << 20)) && return 0
+		kill -0 $LOAD_PID 2>/dev/null || fail "the load ended early: $(cat /tmp/load.err)"
+		nap 0.1
+	done
+	fail "the load wrote under 1 MiB in 60 s"
+}
+
+# load_check: the background write finishes within 10 minutes and the
+# file reads back equal to what was written.
+load_check() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		kill -0 $LOAD_PID 2>/dev/null || break
+		nap 1
+	done
+	kill -0 $LOAD_PID 2>/dev/null && fail "the load still runs after 10 min"
+	wait $LOAD_PID || fail "the load failed: $(cat /tmp/load.err)"
+	cmp /tmp/load.src $MNT/$LOAD_NAME || fail "$LOAD_NAME differs from what was written"
+	echo "$LOAD_NAME: $LOAD_MB MiB written under the fault, read back equal"
+	rm -f $MNT/$LOAD_NAME
+}
+
+t_setup() {
+	[ -x $CM ] || gcc -O2 -Wall -o $CM "$ROOT/tests/tools/cm_connect.c" -lrdmacm -libverbs || fail "cannot build cm_connect"
+	modprobe -a sunrpc ib_core rdma_cm rpcrdma
+	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
+	rdma_add rxe rxe0
+	server_start
+	mkdir -p $MNT
+	[ -w $KML ] && echo clear >$KML
+	return 0
+}
+
+# CYCLES connections made and released by one client process; every one
+# is established and its sysfs directory comes and goes.
+t_connect_storm() {
+	dmesg_mark
+	local i l ip
+	ip=$(guest_ip)
+	coproc CMC { exec "$CM" "$ip" $PORT 2>/tmp/cm.err; }
+	for ((i = 1; i <= CYCLES; i++)); do
+		echo connect >&"${CMC[1]}"
+		l=
+		while IFS= read -r -t 60 -u "${CMC[0]}" l; do [[ $l == "= "* ]] && break; done
+		[[ $l == "= ESTABLISHED"* ]] || fail "cycle $i: connect: '${l:-no answer}' $(tail -n 3 /tmp/cm.err)"
+		echo release >&"${CMC[1]}"
+		l=
+		while IFS= read -r -t 60 -u "${CMC[0]}" l; do [[ $l == "= "* ]] && break; done
+		[ "$l" = "= RELEASED" ] || fail "cycle $i: release: '${l:-no answer}'"
+	done
+	exec {CMC[1]}>&-
+	wait
+	echo "$CYCLES connect/disconnect cycles"
+	after
+}
+
+# A client that vanishes mid-transfer: the writer is killed and the mount
+# torn down while RPCs (and the server's RDMA Reads of their data) are in
+# flight. Another mount then writes correctly.
+t_client_killed_mid_transfer() {
+	dmesg_mark
+	mnt
+	load_start killed.bin
+	kill -9 $LOAD_PID
+	timeout 120 umount -f -l $MNT || fail "forced umount failed"
+	wait $LOAD_PID 2>/dev/null || true
+	no_conns 60
+	mnt
+	load_start after_kill.bin
+	load_check
+	umnt
+	after
+}
+
+# The device deleted under load: every connection on it closes, the
+# deletion completes (nothing holds the device), and once the link is back
+# the client reconnects and its write completes correctly.
+t_link_delete_under_load() {
+	dmesg_mark
+	mnt
+	load_start link.bin
+	timeout 120 rdma link delete rxe0 || fail "rdma link delete did not complete within 120 s"
+	no_conns 60
+	rdma_add rxe rxe0
+	load_check
+	umnt
+	after
+}
+
+# nfsd stopped under load: every listener and connection closes; nfsd
+# restarted, the client reconnects and its write completes correctly.
+t_nfsd_stop_under_load() {
+	dmesg_mark
+	mnt
+	load_start nfsd.bin
+	timeout 120 sh -c 'echo 0 >/proc/fs/nfsd/threads' || fail "stopping nfsd did not complete within 120 s"
+	no_conns 60
+	grep -q "^$NAME " /proc/fs/nfsd/portlist && fail "the $NAME listener outlived nfsd"
+	server_start
+	load_check
+	umnt
+	after
+}
+
+# rmmod under load is refused and changes nothing; once nfsd is stopped it
+# succeeds cleanly; loaded again, the module serves again.
+t_rmmod_under_load() {
+	dmesg_mark
+	mnt
+	load_start rmmod.bin
+	rmmod svcrdma_rs 2>/tmp/rmmod.err && fail "rmmod succeeded while connections were open"
+	echo "rmmod under load: $(cat /tmp/rmmod.err)"
+	[ -d /sys/module/svcrdma_rs ] || fail "the module is gone after a refused rmmod"
+	load_check
+	umnt
+	nfsd_stop
+	no_conns 60
+	rmmod svcrdma_rs || fail "rmmod failed with nfsd stopped"
+	[ -e $S ] && fail "$S outlived the module"
+	insmod "$KO" xprt_name=$NAME || fail "insmod after rmmod failed"
+	server_start
+	mnt
+	load_start again.bin
+	load_check
+	umnt
+	after
+}
+
+t_teardown() {
+	dmesg_mark
+	nfsd_stop
+	no_conns 60
+	rmmod svcrdma_rs || fail "rmmod failed"
+	dmesg_clean_since_mark
+}
+
+t_run setup t_setup
+t_run connect_storm t_connect_storm
+t_run client_killed_mid_transfer t_client_killed_mid_transfer
+t_run link_delete_under_load t_link_delete_under_load
+t_run nfsd_stop_under_load t_nfsd_stop_under_load
+t_run rmmod_under_load t_rmmod_under_load
+t_run teardown t_teardown
+t_summary

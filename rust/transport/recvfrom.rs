@@ -101,13 +101,19 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
                 conn.close();
                 return Err(EPROTO);
             }
+            // A message too short for an XID and a version gets no answer.
+            let answer = if e.xid().is_some() {
+                "answered with RDMA_ERROR"
+            } else {
+                "dropped"
+            };
             pr_warn_ratelimited!(
-                "connection {}: bad transport header ({}), answered with RDMA_ERROR\n",
+                "connection {}: bad transport header ({}), {}\n",
                 conn.id,
-                e.as_str()
+                e.as_str(),
+                answer
             );
             repost(conn);
-            // TooShort has no XID: nothing to answer.
             let _ = sendto::send_error(conn, ctxt, &e);
             return Err(EPROTO);
         }

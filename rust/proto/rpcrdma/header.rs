@@ -12,10 +12,14 @@
 //!
 //! What [`decode`] rejects, and why (section numbers are RFC 8166's):
 //!
-//! - Fewer than 16 bytes (the four fixed words, section 4.2): nothing can be
-//!   answered reliably, the message is dropped ([`DecodeError::TooShort`]).
+//! - Fewer than 8 bytes (no XID and version, the first two of the four
+//!   fixed words of section 4.2): nothing can be answered, the message is
+//!   dropped ([`DecodeError::TooShort`]).
 //! - A version other than 1 (section 4.2.2): answered with `ERR_VERS`
-//!   (section 4.5.1), whatever follows ([`DecodeError::Version`]).
+//!   (section 4.5.1), whatever follows or is missing
+//!   ([`DecodeError::Version`]).
+//! - Version 1 cut short inside the fixed words: an XDR error, answered
+//!   with `ERR_CHUNK` like the others below ([`ChunkError::Truncated`]).
 //! - A received `RDMA_ERROR`: a requester never sends one, and an error is
 //!   never answered with an error; the connection is closed
 //!   ([`DecodeError::PeerError`]). (Replies the client sends on the
@@ -194,8 +198,8 @@ impl ChunkError {
 /// Why a received header was not accepted, and so what to do about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
-    /// Fewer than 16 bytes: drop the message (and count it). There is no
-    /// reliable header to answer.
+    /// Fewer than 8 bytes: drop the message. There is no XID and version
+    /// to answer.
     TooShort,
     /// Unsupported version `vers`: reply `ERR_VERS` to `xid`.
     Version {
@@ -233,7 +237,7 @@ impl DecodeError {
     /// A short description for a log line.
     pub fn as_str(&self) -> &'static str {
         match self {
-            DecodeError::TooShort => "message shorter than the fixed header",
+            DecodeError::TooShort => "message shorter than an XID and a version",
             DecodeError::Version { .. } => "unsupported version",
             DecodeError::Chunk { reason, .. } => reason.as_str(),
             DecodeError::PeerError { .. } => "peer sent RDMA_ERROR",
@@ -421,14 +425,16 @@ fn decode_inner<'a>(
     need_body: bool,
 ) -> Result<Header<'a>, DecodeError> {
     let mut r = Reader::new(buf);
-    let (Some(xid), Some(vers), Some(credits), Some(proc_)) = (r.u32(), r.u32(), r.u32(), r.u32())
-    else {
+    let (Some(xid), Some(vers)) = (r.u32(), r.u32()) else {
         return Err(DecodeError::TooShort);
     };
     if vers != VERSION {
         return Err(DecodeError::Version { xid, vers });
     }
     let err = |reason| DecodeError::Chunk { xid, reason };
+    let (Some(credits), Some(proc_)) = (r.u32(), r.u32()) else {
+        return Err(err(ChunkError::Truncated));
+    };
     let proc_ = match proc_ {
         RDMA_MSG => Proc::Msg,
         RDMA_NOMSG => Proc::NoMsg,

@@ -150,12 +150,43 @@ fn unknown_procedures_get_err_chunk() {
 // ---- fixed header ---------------------------------------------------------
 
 #[test]
-fn shorter_than_the_fixed_header_is_dropped() {
+fn shorter_than_an_xid_and_a_version_is_dropped() {
     let buf = Call::msg().wire();
-    for len in 0..FIXED_HEADER {
+    for len in 0..8 {
         let e = decode(&buf[..len], &LIMITS).unwrap_err();
         assert_eq!(e, DecodeError::TooShort, "len {len}");
         assert_eq!(e.xid(), None);
+    }
+}
+
+#[test]
+fn a_fixed_header_cut_short_is_answered() {
+    let c = Call::msg();
+    let buf = c.wire();
+    for len in 8..FIXED_HEADER {
+        let e = decode(&buf[..len], &LIMITS).unwrap_err();
+        assert_eq!(
+            e,
+            DecodeError::Chunk {
+                xid: c.xid,
+                reason: ChunkError::Truncated
+            },
+            "len {len}"
+        );
+    }
+    // An unsupported version is reported whatever is missing after it.
+    let mut v2 = buf.clone();
+    v2[4..8].copy_from_slice(&2u32.to_be_bytes());
+    for len in 8..FIXED_HEADER {
+        let e = decode(&v2[..len], &LIMITS).unwrap_err();
+        assert_eq!(
+            e,
+            DecodeError::Version {
+                xid: c.xid,
+                vers: 2
+            },
+            "len {len}"
+        );
     }
 }
 

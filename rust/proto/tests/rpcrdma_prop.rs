@@ -231,9 +231,9 @@ proptest! {
                         prop_assert!(h.hdr_len < cut);
                     }
                 }
-                Err(DecodeError::TooShort) => prop_assert!(cut < 16),
+                Err(DecodeError::TooShort) => prop_assert!(cut < 8),
                 Err(DecodeError::Chunk { xid, .. }) => {
-                    prop_assert!(cut >= 16);
+                    prop_assert!(cut >= 8);
                     prop_assert_eq!(xid, c.xid);
                 }
                 Err(e) => prop_assert!(false, "unexpected {:?} at {}", e, cut),
@@ -257,7 +257,7 @@ proptest! {
         };
         match decode(&buf, &lim) {
             Ok(h) => check_invariants(&buf, &h, &lim)?,
-            Err(DecodeError::TooShort) => prop_assert!(buf.len() < 16),
+            Err(DecodeError::TooShort) => prop_assert!(buf.len() < 8),
             Err(e) => prop_assert_eq!(e.xid(), buf.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap()))),
         }
     }

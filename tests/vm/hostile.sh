@@ -21,6 +21,9 @@ HOSTILE_SEED=${HOSTILE_SEED:-8166}
 PORT=${PORT:-20049}
 HOSTILE_MNT=/mnt/hostile
 HOSTILE_PY=$ROOT/tests/tools/hostile.py
+# The suite's own output: t_run shows a test's output only when it fails,
+# and the counts are wanted either way.
+exec {HOSTILE_OUT}>&1
 
 # conn_ids: the module's live connection ids, one per line.
 conn_ids() {
@@ -64,12 +67,15 @@ hostile_test() {
 	local dpid=$!
 	rc=0
 	/usr/bin/python3 "$HOSTILE_PY" "$ip" "$PORT" --seed "$HOSTILE_SEED" --random "$n" \
-		--progress 100000 || rc=$?
+		--progress 100000 >/tmp/hostile.out 2>&1 || rc=$?
+	cat /tmp/hostile.out
+	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	rm -f /tmp/hostile.run
 	wait $dpid
 	ok=$(grep -c '^ok ' /tmp/hostile.rounds || true)
 	bad=$(grep -c '^bad ' /tmp/hostile.rounds || true)
-	echo "well-behaved client: $ok rounds of 1 MiB written and read back correctly, $bad wrong"
+	echo "well-behaved client: $ok rounds of 1 MiB written and read back correctly, $bad wrong" |
+		tee /dev/fd/"$HOSTILE_OUT"
 	[ "$rc" = 0 ] || fail "hostile.py: mismatches or hangs (exit $rc)"
 	[ "$bad" = 0 ] || fail "the mounted client's data went wrong in $bad of $((ok + bad)) rounds"
 	[ "$ok" -ge 1 ] || fail "the mounted client completed no round"

@@ -258,7 +258,7 @@ class Client:
         self.a, self.s = args, stats
         self.pd = None
         self.chan = None
-        self.connections = 0
+        self.collateral = []
 
     # --- connection -------------------------------------------------------
 
@@ -310,7 +310,6 @@ class Client:
         self.out = {}  # xid -> Case
         self.sfree = list(range(SEND_SLOTS))
         self.up = True
-        self.connections += 1
 
     def post_recv(self, i):
         sge = SGE(self.recv_mr.buf + i * INLINE, INLINE, self.recv_mr.lkey)
@@ -360,8 +359,6 @@ class Client:
 
     def reconnect(self):
         t = time.monotonic()
-        if self.up:
-            self.close("client")
         self.connect()
         self.s.add("reconnects")
         self.s.add("reconnect_ms", int((time.monotonic() - t) * 1000))
@@ -454,9 +451,7 @@ class Client:
                     self.resolve(c, DROP)
                 else:
                     self.s.add("hangs")
-                    self.collateral = []
                     self.resolve(c, DROP, "(hang: no answer, connection neither answered nor closed)")
-
 
     def on_reply(self, b):
         try:
@@ -533,7 +528,6 @@ class Client:
         self.drain()
         if not self.up:
             self.reconnect()
-        self.collateral = []
         if not self.send(case):
             self.s.add("unsent")
             if case.slot is not None:
@@ -830,9 +824,6 @@ class Suite:
                 c.drain()
                 if not c.up:
                     c.reconnect()
-            c.collateral = [o for o in c.out_calls().values() if CLOSE in o.allowed]
-            if CLOSE in allowed:
-                c.collateral.append(case)
             if not c.send(case):
                 c.s.add("unsent")
                 if case.slot is not None:

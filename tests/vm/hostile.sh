@@ -50,10 +50,12 @@ data_loop() {
 	done >/tmp/hostile.rounds 2>&1
 }
 
-# hostile_test N: the directed cases and N random messages against the
-# listener on this guest's address (svcrdma_rs loaded, nfsd serving).
+# hostile_test N [WAIT]: the directed cases and N random messages against
+# the listener on this guest's address (svcrdma_rs loaded, nfsd serving);
+# a message unanswered after WAIT seconds (default 20) is a hang, or a drop
+# where the RFC allows no answer.
 hostile_test() {
-	local n=$1 before after rc ok bad ip left
+	local n=$1 wait=${2:-20} before after rc ok bad ip left
 	ip=$(guest_ip)
 	# The file the client READs into a write chunk (hostile.py's pattern).
 	/usr/bin/python3 -c "import sys; sys.path.insert(0, '${HOSTILE_PY%/*}'); import hostile; sys.stdout.buffer.write(hostile.pattern(65536))" \
@@ -67,7 +69,7 @@ hostile_test() {
 	local dpid=$!
 	rc=0
 	/usr/bin/python3 "$HOSTILE_PY" "$ip" "$PORT" --seed "$HOSTILE_SEED" --random "$n" \
-		--progress 100000 >/tmp/hostile.out 2>&1 || rc=$?
+		--timeout "$wait" --progress 100000 >/tmp/hostile.out 2>&1 || rc=$?
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	rm -f /tmp/hostile.run

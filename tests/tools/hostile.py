@@ -308,6 +308,8 @@ class Client:
             self.server_recv = (pd[7] + 1) * 1024
         self.credits = 1
         self.out = {}  # xid -> Case
+        self.pending = {}  # id(Case) -> Case, the calls outstanding
+        self.next_expiry = 0.0
         self.sfree = list(range(SEND_SLOTS))
         self.up = True
 
@@ -346,7 +348,7 @@ class Client:
         self.up = False
         self.s.add("closes")
         self.s.add(f"closes_{why}")
-        for c in list(self.out.values()):
+        for c in list(self.pending.values()):
             self.resolve(c, CLOSE)
         try:
             self.id.disconnect()
@@ -370,7 +372,7 @@ class Client:
 
     def send(self, case):
         """Posts case.msg; waits for a credit first."""
-        while len(self.out_calls()) >= self.window() or not self.sfree:
+        while len(self.pending) >= self.window() or not self.sfree:
             self.progress(0.05)
             if not self.up:
                 return False
@@ -380,13 +382,11 @@ class Client:
         case.sent = time.monotonic()
         for x in case.xids:
             self.out[x] = case
+        self.pending[id(case)] = case
         sge = SGE(self.send_mr.buf + i * SEND_SIZE, n, self.send_mr.lkey)
         self.qp.post_send(SendWR(wr_id=i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[sge]))
         self.s.add("sent")
         return True
-
-    def out_calls(self):
-        return {id(c): c for c in self.out.values()}
 
     def resolve(self, case, outcome, detail=""):
         if case.outcome is not None:
@@ -395,6 +395,7 @@ class Client:
         for x in case.xids:
             if self.out.get(x) is case:
                 del self.out[x]
+        self.pending.pop(id(case), None)
         if case.slot is not None:
             self.free_slots.append(case.slot)
             case.slot = None
@@ -416,7 +417,7 @@ class Client:
             got = True
             self.sfree.append(wc.wr_id)
             if wc.status != e.IBV_WC_SUCCESS:
-                self.collateral = [c for c in self.out_calls().values() if CLOSE in c.allowed]
+                self.collateral = [c for c in self.pending.values() if CLOSE in c.allowed]
                 self.close(f"send_error_{wc.status}")
                 return
         n, wcs = self.rcq.poll(32)
@@ -426,7 +427,7 @@ class Client:
                 if wc.status == e.IBV_WC_LOC_LEN_ERR:
                     self.s.add("oversize_replies")
                     self.s.bad(Case("connection", b"", set(), []), "a reply longer than the 1024-byte inline receive size")
-                self.collateral = [c for c in self.out_calls().values() if CLOSE in c.allowed]
+                self.collateral = [c for c in self.pending.values() if CLOSE in c.allowed]
                 self.close(f"recv_error_{wc.status}")
                 return
             data = self.recv_mr.read(wc.byte_len, wc.wr_id * INLINE)
@@ -440,12 +441,15 @@ class Client:
                 t = ev.event_type
                 ev.ack_cm_event()
                 if t in (ce.RDMA_CM_EVENT_DISCONNECTED, ce.RDMA_CM_EVENT_DEVICE_REMOVAL):
-                    self.collateral = [c for c in self.out_calls().values() if CLOSE in c.allowed]
+                    self.collateral = [c for c in self.pending.values() if CLOSE in c.allowed]
                     self.close("server")
 
     def expire(self):
         now = time.monotonic()
-        for c in list(self.out_calls().values()):
+        if now < self.next_expiry:
+            return
+        self.next_expiry = now + 0.5
+        for c in list(self.pending.values()):
             if now - c.sent > self.a.timeout:
                 if DROP in c.allowed:
                     self.resolve(c, DROP)
@@ -462,7 +466,7 @@ class Client:
             return
         case = self.out.get(xid)
         if case is None:
-            anyx = [c for c in self.out_calls().values() if c.any_xid]
+            anyx = [c for c in self.pending.values() if c.any_xid]
             case = anyx[0] if anyx else None
         if case is None and proc == RDMA_MSG:
             try:
@@ -520,7 +524,7 @@ class Client:
             self.resolve(case, REPLY)
 
     def drain(self):
-        while self.up and self.out:
+        while self.up and self.pending:
             self.progress(0.05)
 
     def run_case(self, case):
@@ -572,21 +576,10 @@ def check_any_rpc(client, case, proc, chunks, body):
         rx, mtype = d.u(), d.u()
     except IndexError:
         return f"short RPC reply ({len(body)} bytes)"
-    if rx not in case.xids + [sent_rpc_xid(case.msg)] or mtype != 1:
-        return f"not an RPC reply to the call (xid {rx:#x}, type {mtype})"
+    # The XID is not checked: a damaged read chunk may have carried any call.
+    if mtype != 1:
+        return f"not an RPC reply (xid {rx:#x}, message type {mtype})"
     return None
-
-
-def sent_rpc_xid(msg):
-    """The XID of the RPC call inline in msg (the RPC layer echoes that one,
-    whatever the transport header's says), or None."""
-    try:
-        d = Dec(msg)
-        d.off = 16
-        parse_chunks(d)
-        return d.u()
-    except (IndexError, ValueError):
-        return None
 
 
 def check_null(client, case, proc, chunks, body):
@@ -781,7 +774,11 @@ class Suite:
         b = bytearray(m)
         for _ in range(1 + (rng.random() < 0.3)):
             r = rng.random()
-            lim = min(hlen if rng.random() < 0.9 else len(b), len(b))
+            # Mostly the 16-byte prefix: damaged chunk lists tend to end the
+            # connection (a failed RDMA Read or Write), and a reconnect
+            # costs as much as ~20 messages under emulation.
+            lim = rng.choice((16, 16, 16, hlen, hlen, len(b)))
+            lim = min(lim, len(b))
             if r < 0.75 and lim < 8:
                 r = 0.95
             if r < 0.35:  # bit flips

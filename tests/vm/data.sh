@@ -22,7 +22,7 @@
 #   FILE_MB=1           the per-version and per-rsize files
 #   DIR_ENTRIES=10000   the large directory (first configuration)
 #   CYCLES=50           mount/umount cycles (first configuration)
-#   HOSTILE_SHORT=1000  the check profile's hostile-client test on the first
+#   HOSTILE_SHORT=300   the check profile's hostile-client test on the first
 #                       configuration (svcrdma_rs): directed cases and this
 #                       many random messages (make hostile
 #                       runs 1,000,000 in tests/vm/hostile.sh)
@@ -265,7 +265,7 @@ for cfg in $CONFIGS; do
 		t_run "${tag}_big_directory" t_big_directory
 		t_run "${tag}_mount_cycles" t_mount_cycles
 		if [ "$PROFILE" = check ] && [ "$SERVER" = rs ]; then
-			t_run "${tag}_hostile_client" hostile_test "${HOSTILE_SHORT:-1000}" 5
+			t_run "${tag}_hostile_client" hostile_test "${HOSTILE_SHORT:-300}" 3
 		fi
 	fi
 done

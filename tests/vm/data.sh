@@ -22,9 +22,14 @@
 #   FILE_MB=1           the per-version and per-rsize files
 #   DIR_ENTRIES=10000   the large directory (first configuration)
 #   CYCLES=50           mount/umount cycles (first configuration)
+#   HOSTILE_SHORT=N     the hostile-client test on the first configuration
+#                       (svcrdma_rs, check profile): directed cases and N
+#                       random messages (unset: not run; it does not fit
+#                       make check's budget yet, make hostile runs it)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
+. "$(dirname "$0")/hostile.sh"
 
 SERVER=${SERVER:-rs}
 PROFILE=${PROFILE:-full}
@@ -259,6 +264,9 @@ for cfg in $CONFIGS; do
 		t_run "${tag}_big_file" t_big_file
 		t_run "${tag}_big_directory" t_big_directory
 		t_run "${tag}_mount_cycles" t_mount_cycles
+		if [ "$PROFILE" = check ] && [ "$SERVER" = rs ] && [ -n "${HOSTILE_SHORT:-}" ]; then
+			t_run "${tag}_hostile_client" hostile_test "$HOSTILE_SHORT" 3
+		fi
 	fi
 done
 t_run teardown t_teardown

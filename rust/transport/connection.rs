@@ -70,7 +70,7 @@ struct CtxtPool {
 
 /// A connected transport.
 #[repr(C)]
-#[pin_data(PinnedDrop)]
+#[pin_data]
 pub(crate) struct Connection {
     /// sunrpc's part (first: shared layout with [`super::Listener`]).
     xprt: SvcXprt,
@@ -241,9 +241,10 @@ impl Connection {
         }
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
-            // SAFETY: the device outlives the contexts: they are dropped
-            // before `res` (field order), whose CM id holds the device.
-            let c = unsafe { CallCtxt::new(dev) }?;
+            // Pooled contexts drop before `res` (field order), whose CM id
+            // holds the device; posted ones come back first (`free` drains).
+            // SAFETY: so the device and the connection outlive the contexts.
+            let c = unsafe { CallCtxt::new(dev, self) }?;
             free.push(c, GFP_KERNEL)?;
         }
         {
@@ -342,7 +343,7 @@ impl Connection {
         }
         let dev = self.res().and_then(|r| r.cm_id.device());
         // SAFETY: as in `init_pools`.
-        let made = dev.map(|d| unsafe { CallCtxt::new(&d) });
+        let made = dev.map(|d| unsafe { CallCtxt::new(&d, self) });
         match made {
             Some(Ok(c)) => Some(c),
             _ => {
@@ -439,15 +440,6 @@ impl Connection {
         if let Some(r) = self.res.as_ref() {
             r.cm_id.disconnect();
         }
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Connection {
-    fn drop(self: Pin<&mut Self>) {
-        // Runs before the fields drop (`free` has drained the QP already):
-        // late CM events must leave sunrpc alone from here on.
-        self.dying.store(true, Relaxed);
     }
 }
 

@@ -57,7 +57,7 @@ pub(crate) struct CallCtxt {
     pub(crate) pages: KVec<*mut bindings::page>,
     /// Completion of the Reply's work requests (`sq::post_reply`).
     pub(crate) cqe: UnsafeCell<bindings::ib_cqe>,
-    /// The connection a posted Reply belongs to.
+    /// The connection whose pool the context belongs to.
     pub(crate) conn: *const Connection,
     /// Completions of the posted Reply still to come.
     pub(crate) remaining: Atomic<i32>,
@@ -68,9 +68,9 @@ pub(crate) struct CallCtxt {
 
 // SAFETY: one party owns a context at a time: the nfsd thread working on
 // its RPC, or, once its Reply is posted, that Reply's completions, which
-// share only its atomic counters (and read `conn`, set before posting)
-// until the last one takes it back. The device pointer is only used to
-// (un)map.
+// share only its atomic counters (and read `conn`, set at creation) until
+// the last one takes it back. The device pointer is only used to (un)map;
+// the connection is only shared (`&Connection` is `Sync`).
 unsafe impl Send for CallCtxt {}
 // SAFETY: as above.
 unsafe impl Sync for CallCtxt {}
@@ -81,12 +81,12 @@ const NO_PAYLOAD: Payload = Payload {
 };
 
 impl CallCtxt {
-    /// A context for `dev`, its send buffer mapped.
+    /// A context for `conn`'s pool on `dev`, its send buffer mapped.
     ///
     /// # Safety
     ///
-    /// `dev` must outlive the context.
-    pub(crate) unsafe fn new(dev: &Device<'_>) -> Result<KBox<Self>> {
+    /// `dev` and `conn` must outlive the context.
+    pub(crate) unsafe fn new(dev: &Device<'_>, conn: &Connection) -> Result<KBox<Self>> {
         let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
         hdr.clear();
         let mut send_buf = KVec::with_capacity(SEND_SIZE as usize, GFP_KERNEL)?;
@@ -119,7 +119,7 @@ impl CallCtxt {
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(reply_done),
             }),
-            conn: core::ptr::null(),
+            conn,
             remaining: Atomic::new(0),
             status: Atomic::new(0),
             dev: dev.as_ptr(),
@@ -141,9 +141,8 @@ impl CallCtxt {
     /// Gives back the Reply pages the context holds.
     fn put_pages(&mut self) {
         while let Some(page) = self.pages.pop() {
-            // SAFETY: each entry carries the reference `take_reply_pages`
-            // moved from the request; the device is done with the page
-            // (its mapping was undone first).
+            // The device is done with the page: its mapping was undone first.
+            // SAFETY: the entry carries the reference `take_reply_pages` moved.
             unsafe { bindings::svcrdma_rs_put_page(page) };
         }
     }
@@ -166,9 +165,9 @@ impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.maps.unmap_all();
         self.put_pages();
-        // SAFETY: mapped at creation (invariant); no work request uses the
-        // buffer (a posted Reply holds its context until its last
-        // completion, every other post is waited for).
+        // No work request uses the buffer: a posted Reply holds its context
+        // until its last completion, every other post is waited for.
+        // SAFETY: mapped at creation (invariant), and idle (above).
         unsafe {
             bindings::svcrdma_rs_dma_unmap_single(
                 self.dev,

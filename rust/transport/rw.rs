@@ -344,9 +344,9 @@ pub(super) fn build_writes(
     let mut w = ChunkWriter::new(chain, segs, res.send_sge as usize, res.pd.local_dma_lkey());
     for (start, end) in ranges {
         rq.res_pieces(start as usize, end as usize, |piece| {
-            // SAFETY: Reply memory stays allocated and unchanged until the
-            // Writes complete: the context takes the Reply's pages before
-            // the chain is posted (`sendto::build_reply`).
+            // The context takes the Reply's pages before the chain is posted
+            // (`sendto::build_reply`) and keeps them until it completes.
+            // SAFETY: so the Reply's memory outlives the mapping.
             let addr = unsafe {
                 match piece {
                     Piece::Virt(p, l) => maps.map_virt(p, l, bindings::DMA_TO_DEVICE),

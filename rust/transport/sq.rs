@@ -115,24 +115,7 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
     // SAFETY: the chain is fully linked and stays put until this returns; every request's memory is mapped for the device and stays so until the wait below; `op` outlives every completion (we wait for all).
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     if rc != 0 {
-        // Requests from `bad` on were not posted: they will never complete.
-        // Without `bad` (siw queues the whole chain and then fails to start
-        // sending), or with one not in the chain, wait for all of them (the
-        // QP is moved to error below, so they complete, flushed).
-        let posted = if bad.is_null() {
-            n as usize
-        } else {
-            chain.position(bad).unwrap_or(n as usize)
-        };
-        let unposted = n - posted as u32;
-        conn.sq_release(unposted);
-        pr_warn_ratelimited!(
-            "connection {}: posting {} work requests failed: error {}, closing\n",
-            conn.id,
-            n,
-            rc
-        );
-        conn.close();
+        let unposted = post_failed(conn, chain, bad, rc);
         op.complete(unposted as i32);
     }
     op.done.wait_for_completion();
@@ -145,6 +128,36 @@ pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
         return Err(EIO);
     }
     Ok(())
+}
+
+/// After posting `chain` failed with `rc` (`bad`: the first request not
+/// posted, if the provider named one): gives back the send-queue slots of
+/// the requests that will never complete, and closes the connection (which
+/// flushes the posted ones). Returns how many were not posted.
+fn post_failed(
+    conn: &Connection,
+    chain: &mut Chain,
+    bad: *const bindings::ib_send_wr,
+    rc: c_int,
+) -> u32 {
+    let n = chain.len();
+    // Without `bad` (siw queues the whole chain and then fails to start
+    // sending), or with one not in the chain, all are taken as posted.
+    let posted = if bad.is_null() {
+        n
+    } else {
+        chain.position(bad).unwrap_or(n)
+    };
+    let unposted = u32::try_from(n - posted).unwrap_or(0);
+    conn.sq_release(unposted);
+    pr_warn_ratelimited!(
+        "connection {}: posting {} work requests failed: error {}, closing\n",
+        conn.id,
+        n,
+        rc
+    );
+    conn.close();
+    unposted
 }
 
 /// Notes a failed completion of `conn` in `status` (the first one wins),
@@ -191,38 +204,20 @@ pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result 
     // overflow: `n` fit in the send queue).
     ctxt.remaining.store(count + 1, Relaxed);
     ctxt.status.store(0, Relaxed);
-    ctxt.conn = conn;
     let cqe = ctxt.cqe.get();
     let head = ctxt.chain.link(cqe);
     let raw = KBox::into_raw(ctxt);
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // SAFETY: the chain is fully linked and lives in the context, which
-    // stays alive until the last count (ours included) is accounted for;
-    // every request's memory is mapped for the device until then.
+    // The context, holding the linked chain and the mappings, stays alive
+    // until the last count (ours included) is accounted for.
+    // SAFETY: so every request and its memory outlive the post and the device.
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     let mut release = 1;
     if rc != 0 {
-        // Requests from `bad` on were not posted and will never complete.
-        // Without `bad` (siw queues the whole chain and then fails to start
-        // sending), or with one not in the chain, every request is taken
-        // as posted: closing the connection flushes them.
-        let posted = if bad.is_null() {
-            n as usize
-        } else {
-            // SAFETY: our hold keeps `raw` alive; completion handlers touch
-            // only its counters, `conn` and `cqe`, never the chain.
-            unsafe { (*raw).chain.position(bad) }.unwrap_or(n as usize)
-        };
-        let unposted = n - posted as u32;
-        conn.sq_release(unposted);
-        release += unposted as i32;
-        pr_warn_ratelimited!(
-            "connection {}: posting {} work requests failed: error {}, closing\n",
-            conn.id,
-            n,
-            rc
-        );
-        conn.close();
+        // Our hold keeps the context alive; completions never touch its chain.
+        // SAFETY: so this is the only reference to the chain.
+        let chain = unsafe { &mut (*raw).chain };
+        release += post_failed(conn, chain, bad, rc) as i32;
     }
     // SAFETY: `raw` came from `KBox::into_raw` above; `release` is our hold
     // plus the requests that were never posted, all counted in `remaining`.
@@ -277,9 +272,9 @@ pub(crate) unsafe extern "C" fn reply_done(_cq: *mut bindings::ib_cq, wc: *mut b
             cqe
         )
     };
-    // SAFETY: the context is live (this completion is not yet counted);
-    // `post_reply` set `conn` before posting, and the connection drains
-    // its QP before it is freed.
+    // A context's connection outlives it: a connection drains its QP before
+    // it is freed.
+    // SAFETY: the context is live (this completion is not counted yet).
     let conn = unsafe { &*(*raw).conn };
     // SAFETY: as above; only the status field is borrowed.
     note_status(conn, unsafe { &(*raw).status }, wc);

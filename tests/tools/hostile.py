@@ -527,15 +527,19 @@ class Client:
         while self.up and self.pending:
             self.progress(0.05)
 
+    def unsent(self, case):
+        """Counts a case that could not be sent and frees its slot."""
+        self.s.add("unsent")
+        if case.slot is not None:
+            self.free_slots.append(case.slot)
+
     def run_case(self, case):
         """Sends one case alone and waits for its outcome."""
         self.drain()
         if not self.up:
             self.reconnect()
         if not self.send(case):
-            self.s.add("unsent")
-            if case.slot is not None:
-                self.free_slots.append(case.slot)
+            self.unsent(case)
             self.reconnect()
             return
         while self.up and case.outcome is None:
@@ -822,9 +826,7 @@ class Suite:
                 if not c.up:
                     c.reconnect()
             if not c.send(case):
-                c.s.add("unsent")
-                if case.slot is not None:
-                    c.free_slots.append(case.slot)
+                c.unsent(case)
                 continue
             c.progress(0)
             self.done = i + 1

@@ -77,9 +77,9 @@ vm-test-data:
 	$(ROOT)/tests/vm/run data data-c
 
 # tests/vm/hostile.sh, faults.sh (full profile) and connect.sh with
-# PD_FUZZ=all, one VM each; HOSTILE_RANDOM=N for another count. Under
-# TCG with the debug kernel the client moved 5-11 messages/s, so the full
-# count takes days (issue 6: the short version is not in make check yet).
+# PD_FUZZ=all, one VM each; HOSTILE_RANDOM=N (hostile.py's random
+# messages, default 1,000) and HOSTILE_VOLUME=N (hostile_volume's mutated
+# Calls, default 1,000,000) for other counts.
 hostile:
 	$(ROOT)/tests/vm/run hostile faults connect-fuzz
 

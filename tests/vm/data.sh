@@ -23,9 +23,11 @@
 #   DIR_ENTRIES=10000   the large directory (first configuration)
 #   CYCLES=50           mount/umount cycles (first configuration)
 #   HOSTILE_SHORT=N     the hostile-client test on the first configuration
-#                       (svcrdma_rs, check profile): directed cases and N
-#                       random messages (unset: not run; it does not fit
-#                       make check's budget yet, make hostile runs it)
+#                       (svcrdma_rs, check profile): hostile.py's directed
+#                       cases and N random messages, then
+#   HOSTILE_SHORT_VOLUME=5000  hostile_volume's mutated Calls (unset
+#                       HOSTILE_SHORT: not run; data-check.sh sets it, make
+#                       hostile runs the full counts)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
@@ -266,7 +268,7 @@ for cfg in $CONFIGS; do
 		t_run "${tag}_big_directory" t_big_directory
 		t_run "${tag}_mount_cycles" t_mount_cycles
 		if [ "$PROFILE" = check ] && [ "$SERVER" = rs ] && [ -n "${HOSTILE_SHORT:-}" ]; then
-			t_run "${tag}_hostile_client" hostile_test "$HOSTILE_SHORT" 3
+			t_run "${tag}_hostile_client" hostile_test "$HOSTILE_SHORT" 3 "${HOSTILE_SHORT_VOLUME:-5000}"
 		fi
 	fi
 done

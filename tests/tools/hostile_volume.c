@@ -28,19 +28,27 @@
  *                                             (sections 4.5.3-4.5.5)
  * Mutations whose outcome may be no answer at all (RDMA_DONE, RDMA_ERROR
  * or RDMA_MSGP from a requester, a damaged RPC message, RDMA_NOMSG with no
- * call) or that make the server read memory named by damaged values (a
- * Read chunk) are drawn again and counted as "redrawn": hostile.py's
- * directed and random modes send those, with the timeouts and reconnects
- * they need.
+ * call), that make the server read memory named by damaged values (a Read
+ * chunk), or whose changed chunk values name this client's memory outside
+ * the Call's own slot (a reply written there would land in another Call's)
+ * are drawn again and counted as "redrawn": hostile.py's directed and
+ * random modes send the first two kinds, with the timeouts and reconnects
+ * they need. The Calls that allow a close go on connection 0 only, one at
+ * a time ("held_back" counts the draws put back for that), so a close is
+ * owned by the one Call that allows it: a close on any other connection,
+ * or with no such Call outstanding, is a mismatch.
  *
  * Every answer is checked: version 1, a credit grant of at least 1, an XID
  * of an outstanding Call, at most the 1024-byte inline receive size this
  * client announces (no RFC 8797 private data), an outcome in the allowed
- * set, and a reply is an accepted RPC reply to that XID. A Call neither
- * answered nor closed within SECS is a hang. A close that no outstanding
- * Call allows is a mismatch. Prints progress every EVERY messages and one
- * summary line; exits 1 on any mismatch or hang, 2 on a usage or set-up
- * error.
+ * set, no Read list, no Write chunk bytes claimed for a NULL reply, an
+ * RDMA_NOMSG answer only to a Call that offered a Reply chunk and within
+ * it; the reply to an unchanged header is an accepted RPC reply (SUCCESS)
+ * to that XID, to changed chunks any RPC reply to it. A Call neither
+ * answered nor closed within SECS is a hang; after 3 hangs the run stops.
+ * Prints progress every EVERY messages and one summary line; exits 1 on
+ * any mismatch or hang or if fewer than N were sent, 2 on a usage or
+ * set-up error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,6 +72,8 @@
 #define RING 4096		/* outstanding Calls by XID, per connection */
 #define CHUNK_BYTES 4096	/* this client's memory offered per Call */
 #define EVENT_MS 20000
+#define RECV_WR (1ULL << 31)	/* wr_id bit of receives (opcode is undefined on errors) */
+#define MAX_HANGS 3		/* hangs before giving up on the server */
 
 enum { RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR };
 enum { ERR_VERS = 1, ERR_CHUNK = 2 };
@@ -76,6 +86,7 @@ struct call {
 	uint8_t allowed;
 	uint8_t live;
 	int16_t slot;		/* chunk memory slot, or -1 */
+	uint8_t kind;		/* template: 0 inline, 1 Write chunk, 2 Reply chunk */
 	double sent;
 };
 
@@ -85,6 +96,7 @@ struct conn {
 	struct ibv_cq *cq;
 	int up;			/* established and not yet closed */
 	int opened;		/* was established before */
+	int close_live;		/* Calls live that allow a close (connection 0 only) */
 	int down;		/* a close was seen (event or completion) */
 	uint32_t credits;
 	int outstanding;
@@ -108,7 +120,7 @@ static uint64_t rng;
 
 static struct {
 	unsigned long sent, answered_ok, err_vers, err_chunk, closes, reconnects,
-		collateral, hangs, mismatches, redrawn, unchanged;
+		collateral, hangs, mismatches, redrawn, unchanged, held_back, may_close;
 } st;
 
 static double now(void)
@@ -225,7 +237,10 @@ struct seg {
 /* The chunk lists of a header (RFC 8166 section 5.3.1), as parsed. */
 struct chunks {
 	int nreads, nwrites, has_reply, nsegs;
+	int nreply_segs;	/* segments of the Reply chunk */
+	uint64_t write_bytes;	/* sum of the Write list's segment lengths */
 	struct seg segs[8];	/* the first segments, for comparison */
+	struct seg reply0;	/* the Reply chunk's first segment */
 	int end;		/* offset of the first byte after the lists */
 };
 
@@ -278,8 +293,10 @@ static int parse_chunks(const uint8_t *b, int len, struct chunks *c)
 		n = WORD();
 		if ((uint64_t)n * 16 > (uint64_t)(len - off))
 			return -1;
-		while (n--)
+		while (n--) {
 			SEG();
+			c->write_bytes += get32(b + off - 12);
+		}
 		c->nwrites++;
 	}
 	{
@@ -292,6 +309,12 @@ static int parse_chunks(const uint8_t *b, int len, struct chunks *c)
 			n = WORD();
 			if ((uint64_t)n * 16 > (uint64_t)(len - off))
 				return -1;
+			c->nreply_segs = n;
+			if (n) {
+				c->reply0.handle = get32(b + off);
+				c->reply0.length = get32(b + off + 4);
+				c->reply0.offset = (uint64_t)get32(b + off + 8) << 32 | get32(b + off + 12);
+			}
 			while (n--)
 				SEG();
 			c->has_reply = 1;
@@ -319,8 +342,33 @@ static int same_chunks(const struct chunks *a, const struct chunks *b)
 	return 1;
 }
 
+/*
+ * This client's memory a Call may name: rkey, and the Call's own slot.
+ * Changed chunk values that name our memory elsewhere are redrawn: a
+ * server that writes a reply there would corrupt another Call's slot.
+ */
+struct own {
+	uint32_t rkey;
+	uint64_t lo, hi;	/* [lo, hi): the whole region */
+	uint64_t slot_lo, slot_hi;
+};
+
+static int names_elsewhere(const struct chunks *c, const struct own *o)
+{
+	for (int i = 0; i < c->nsegs && i < 8; i++) {
+		const struct seg *g = &c->segs[i];
+		uint64_t end = g->offset + g->length;
+
+		if (g->handle != o->rkey || end < g->offset || g->offset >= o->hi || end <= o->lo)
+			continue;	/* not our memory: an access error */
+		if (g->offset < o->slot_lo || end > o->slot_hi)
+			return 1;
+	}
+	return c->nsegs > 8;
+}
+
 /* The outcomes RFC 8166 allows for @m, a mutation of template @t. */
-static int expect(const uint8_t *m, int mlen, const uint8_t *t, int tlen)
+static int expect(const uint8_t *m, int mlen, const uint8_t *t, int tlen, const struct own *o)
 {
 	struct chunks mc, tc;
 	uint32_t proc;
@@ -349,6 +397,8 @@ static int expect(const uint8_t *m, int mlen, const uint8_t *t, int tlen)
 		return O_REDRAW;
 	if (same_chunks(&mc, &tc))
 		return O_REPLY;
+	if (names_elsewhere(&mc, o))
+		return O_REDRAW;
 	return O_REPLY | O_ERRC | O_CLOSE;
 }
 
@@ -394,15 +444,17 @@ static int mutate(uint8_t *b, int len, int hlen)
 }
 
 /*
- * Draws a mutated Call into @m (MSG_MAX bytes) from a template of @kind;
- * returns its length and the outcomes allowed in *allowed.
+ * Draws a mutated Call into @m (MSG_MAX bytes) from a template of @kind
+ * naming @o's slot; returns its length and the outcomes allowed in
+ * *allowed. Without @may_close, draws that allow a close are drawn again.
  */
-static int draw(uint8_t *m, int kind, uint32_t xid, uint64_t addr, uint32_t rkey, int *allowed)
+static int draw(uint8_t *m, int kind, uint32_t xid, const struct own *o, int may_close,
+		int *allowed)
 {
 	uint8_t t[MSG_MAX];
 	int tlen, mlen, hlen;
 
-	tlen = template(t, kind, xid, addr, rkey, &hlen);
+	tlen = template(t, kind, xid, o->slot_lo, o->rkey, &hlen);
 	for (;;) {
 		memcpy(m, t, tlen);
 		mlen = mutate(m, tlen, hlen);
@@ -410,7 +462,11 @@ static int draw(uint8_t *m, int kind, uint32_t xid, uint64_t addr, uint32_t rkey
 			st.unchanged++;
 			continue;
 		}
-		*allowed = expect(m, mlen, t, tlen);
+		*allowed = expect(m, mlen, t, tlen, o);
+		if (*allowed & O_CLOSE && !may_close) {
+			st.held_back++;
+			continue;
+		}
 		if (*allowed != O_REDRAW)
 			return mlen;
 		st.redrawn++;
@@ -426,7 +482,10 @@ static int dry_run(unsigned long n)
 	for (unsigned long i = 0; i < n; i++) {
 		int allowed, kind = below(10) < 6 ? 0 : 1 + below(2);
 
-		draw(m, kind, 0x48000000u + (uint32_t)i, 0x10000, 0x1234, &allowed);
+		struct own o = { 0x1234, 0x10000, 0x10000 + SLOTS * CHUNK_BYTES,
+				 0x10000, 0x10000 + CHUNK_BYTES };
+
+		draw(m, kind, 0x48000000u + (uint32_t)i, &o, 1, &allowed);
 		sets[allowed & 31]++;
 	}
 	printf("hostile_volume: dry run of %lu: reply %lu, err_vers %lu, err_chunk %lu, "
@@ -504,7 +563,7 @@ static void post_recv(struct conn *c, int i)
 		.length = INLINE,
 		.lkey = recv_mr->lkey,
 	};
-	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_recv_wr wr = { .wr_id = RECV_WR | i, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 	if (ibv_post_recv(c->id->qp, &wr, &bad))
 		c->down = 1;
@@ -529,7 +588,6 @@ static int register_memory(struct ibv_context *ctx)
 	size_t sb = (size_t)MAX_CONNS * NSEND * MSG_MAX, rb = (size_t)MAX_CONNS * NRECV * INLINE,
 	       db = (size_t)MAX_CONNS * SLOTS * CHUNK_BYTES;
 
-	verbs = ctx;
 	pd = ibv_alloc_pd(ctx);
 	cc = ibv_create_comp_channel(ctx);
 	send_buf = calloc(1, sb);
@@ -541,7 +599,10 @@ static int register_memory(struct ibv_context *ctx)
 	recv_mr = ibv_reg_mr(pd, recv_buf, rb, IBV_ACCESS_LOCAL_WRITE);
 	data_mr = ibv_reg_mr(pd, data_buf, db, IBV_ACCESS_LOCAL_WRITE |
 			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
-	return send_mr && recv_mr && data_mr ? 0 : -1;
+	if (!send_mr || !recv_mr || !data_mr)
+		return -1;
+	verbs = ctx;
+	return 0;
 }
 
 /* Connects @c; 0 when established, -1 otherwise (set-up failure). */
@@ -564,7 +625,7 @@ static int conn_open(struct conn *c)
 		goto err;
 	if (!verbs && register_memory(c->id->verbs)) {
 		fprintf(stderr, "hostile_volume: cannot register memory\n");
-		goto err;
+		exit(2);
 	}
 	if (c->id->verbs != verbs) {
 		fprintf(stderr, "hostile_volume: a connection on another device\n");
@@ -610,6 +671,8 @@ static void resolve(struct conn *c, struct call *k, int outcome, const char *det
 	c->outstanding--;
 	if (k->slot >= 0)
 		c->dfree[c->ndfree++] = k->slot;
+	if (k->allowed & O_CLOSE)
+		c->close_live--;
 	switch (outcome) {
 	case O_ERRV: st.err_vers++; break;
 	case O_ERRC: st.err_chunk++; break;
@@ -729,30 +792,43 @@ static void on_answer(struct conn *c, const uint8_t *b, int len)
 		mismatch("answer header does not decode", xid, b, len);
 		return;
 	}
-	if (proc == RDMA_NOMSG) {
-		/* The reply went to the Reply chunk offered: read it there. */
-		const uint8_t *r;
-		uint32_t n;
+	if (ch_.nreads) {
+		resolve(c, k, 0, NULL);
+		mismatch("answer with a Read list", xid, b, len);
+		return;
+	}
+	if (k->allowed == O_REPLY && ch_.write_bytes) {
+		resolve(c, k, 0, NULL);
+		mismatch("NULL reply claims bytes written to a Write chunk", xid, b, len);
+		return;
+	}
+	{
+		/* The RPC reply: inline, or where the Reply chunk it names says. */
+		const uint8_t *r = b + ch_.end;
+		uint64_t n = len - ch_.end;
+		const char *bad = NULL;
 
-		const char *bad;
+		if (proc == RDMA_NOMSG) {
+			uint64_t lo = (uintptr_t)data_buf +
+				((size_t)c->idx * SLOTS + (k->slot < 0 ? 0 : k->slot)) * CHUNK_BYTES;
+			const struct seg *g = &ch_.reply0;
 
-		if (!ch_.has_reply || ch_.nwrites || ch_.nsegs != 1 || k->slot < 0) {
-			resolve(c, k, 0, NULL);
-			mismatch("RDMA_NOMSG answer without one Reply chunk segment", xid, b, len);
-			return;
+			n = g->length;
+			if (k->kind != 2 || !ch_.has_reply || !ch_.nreply_segs)
+				bad = ": RDMA_NOMSG answer to a Call that offered no Reply chunk";
+			else if (g->handle != data_mr->rkey || g->offset < lo ||
+				 g->offset + n > lo + CHUNK_BYTES || g->offset + n < g->offset)
+				bad = ": RDMA_NOMSG answer names memory outside the Call's Reply chunk";
+			else
+				r = (const uint8_t *)(uintptr_t)g->offset;
 		}
-		n = ch_.segs[0].length;
-		r = (const uint8_t *)data_buf + ((size_t)c->idx * SLOTS + k->slot) * CHUNK_BYTES;
-		bad = n > CHUNK_BYTES ? ": Reply chunk answer longer than offered" : rpc_reply(r, n, xid);
-		if (bad) {
-			resolve(c, k, 0, NULL);
-			mismatch(bad + 2, xid, b, len);
-			return;
+		if (!bad && k->allowed == O_REPLY) {
+			bad = rpc_reply(r, (int)n, xid);
+		} else if (!bad) {
+			/* Damaged chunks: any RPC reply to the Call will do. */
+			if (n < 8 || get32(r) != xid || get32(r + 4) != 1)
+				bad = ": not an RPC reply to the Call";
 		}
-		resolve(c, k, O_REPLY, NULL);
-	} else {
-		const char *bad = rpc_reply(b + ch_.end, len - ch_.end, xid);
-
 		if (bad) {
 			resolve(c, k, 0, NULL);
 			mismatch(bad + 2, xid, b, len);
@@ -772,7 +848,8 @@ static int poll_conn(struct conn *c)
 	while (c->up && (n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
 		total += n;
 		for (int i = 0; i < n; i++) {
-			int is_recv = wc[i].opcode & IBV_WC_RECV;
+			int is_recv = !!(wc[i].wr_id & RECV_WR);
+			int idx = (int)(wc[i].wr_id & ~RECV_WR);
 
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				if (wc[i].status == IBV_WC_LOC_LEN_ERR && is_recv)
@@ -781,12 +858,12 @@ static int poll_conn(struct conn *c)
 				continue;
 			}
 			if (!is_recv) {
-				c->sfree[c->nsfree++] = (int)wc[i].wr_id;
+				c->sfree[c->nsfree++] = idx;
 				continue;
 			}
 			on_answer(c, (const uint8_t *)recv_buf +
-				  ((size_t)c->idx * NRECV + wc[i].wr_id) * INLINE, wc[i].byte_len);
-			post_recv(c, (int)wc[i].wr_id);
+				  ((size_t)c->idx * NRECV + idx) * INLINE, wc[i].byte_len);
+			post_recv(c, idx);
 		}
 	}
 	return total;
@@ -799,7 +876,7 @@ static void send_one(struct conn *c)
 	int mlen, kind, allowed, slot = -1, si;
 	uint32_t xid;
 	struct call *k;
-	uint64_t addr;
+	struct own o = { .rkey = data_mr->rkey };
 
 	/* XIDs: per connection, 24 bits of sequence. */
 	xid = 0x48000000u + ((uint32_t)c->idx << 24 & 0x0f000000u) + (c->seq & 0xffffff);
@@ -814,8 +891,18 @@ static void send_one(struct conn *c)
 		else
 			slot = c->dfree[--c->ndfree];
 	}
-	addr = (uintptr_t)data_buf + ((size_t)c->idx * SLOTS + (slot < 0 ? 0 : slot)) * CHUNK_BYTES;
-	mlen = draw(m, kind, xid, addr, data_mr->rkey, &allowed);
+	o.lo = (uintptr_t)data_buf;
+	o.hi = o.lo + (size_t)MAX_CONNS * SLOTS * CHUNK_BYTES;
+	if (slot >= 0) {
+		o.slot_lo = o.lo + ((size_t)c->idx * SLOTS + slot) * CHUNK_BYTES;
+		o.slot_hi = o.slot_lo + CHUNK_BYTES;
+	}
+	/*
+	 * Calls that may close the connection go on connection 0 only, one at
+	 * a time: a close is then owned by the one Call that allows it, and
+	 * one on any other connection is a mismatch.
+	 */
+	mlen = draw(m, kind, xid, &o, c->idx == 0 && !c->close_live, &allowed);
 	si = c->sfree[--c->nsfree];
 	memcpy(send_buf + ((size_t)c->idx * NSEND + si) * MSG_MAX, m, mlen);
 	{
@@ -832,6 +919,11 @@ static void send_one(struct conn *c)
 		k->xid = xid;
 		k->allowed = allowed;
 		k->slot = slot;
+		k->kind = kind;
+		if (allowed & O_CLOSE) {
+			c->close_live++;
+			st.may_close++;
+		}
 		k->sent = now();
 		k->live = 1;
 		c->outstanding++;
@@ -922,7 +1014,16 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "dn:k:s:t:p:")) != -1) {
 		switch (opt) {
 		case 'd': dry = 1; break;
-		case 'n': n = strtoul(optarg, NULL, 10); break;
+		case 'n': {
+			char *end;
+
+			n = strtoul(optarg, &end, 10);
+			if (*end || !n) {
+				fprintf(stderr, "hostile_volume: -n wants a positive number, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'k': nconns = atoi(optarg); break;
 		case 's': seed = strtoul(optarg, NULL, 10); break;
 		case 't': timeout_s = atof(optarg); break;
@@ -959,6 +1060,8 @@ int main(int argc, char **argv)
 				if (conn_open(c)) {
 					if (++open_failures > 5) {
 						fprintf(stderr, "hostile_volume: cannot connect\n");
+						if (!st.sent)
+							return 2;	/* set-up: never connected */
 						mismatch("the server no longer accepts connections", 0, NULL, 0);
 						goto out;
 					}
@@ -984,6 +1087,10 @@ int main(int argc, char **argv)
 			live += c->outstanding;
 		}
 		check_conns();
+		if (st.hangs >= MAX_HANGS) {
+			fprintf(stderr, "hostile_volume: %lu hangs, giving up\n", st.hangs);
+			goto out;
+		}
 		if (every && st.sent >= next_progress) {
 			printf("hostile_volume: %lu sent, %lu mismatches, %.0f s\n", st.sent,
 			       st.mismatches, now() - t0);
@@ -1007,10 +1114,13 @@ out:
 
 		printf("hostile_volume: seed %lu, %lu mutated messages on %d connections; sent %lu, "
 		       "answered_ok %lu, err_vers %lu, err_chunk %lu, closes %lu, reconnects %lu, "
-		       "close_collateral %lu, hangs %lu, mismatches %lu, redrawn %lu; %.0f s, %.0f msg/s\n",
+		       "close_collateral %lu, hangs %lu, mismatches %lu, may_close %lu, redrawn %lu, "
+		       "held_back %lu; %.0f s, %.0f msg/s\n",
 		       seed, n, nconns, st.sent, st.answered_ok, st.err_vers, st.err_chunk, st.closes,
-		       st.reconnects, st.collateral, st.hangs, st.mismatches, st.redrawn, dt,
-		       dt > 0 ? st.sent / dt : 0);
+		       st.reconnects, st.collateral, st.hangs, st.mismatches, st.may_close, st.redrawn,
+		       st.held_back, dt, dt > 0 ? st.sent / dt : 0);
 	}
-	return st.mismatches || st.hangs ? 1 : 0;
+	if (st.sent != n)
+		printf("hostile_volume: sent %lu of %lu\n", st.sent, n);
+	return st.mismatches || st.hangs || st.sent != n ? 1 : 0;
 }

@@ -244,88 +244,103 @@ struct chunks {
 	int end;		/* offset of the first byte after the lists */
 };
 
+/* A reader of received or drawn XDR: every read is bounds-checked. */
+struct xdr {
+	const uint8_t *b;
+	int len, off;
+};
+
+/* The next word in *v; -1 if the message ends first. */
+static int word(struct xdr *x, uint32_t *v)
+{
+	if ((long)x->off + 4 > x->len)
+		return -1;
+	*v = get32(x->b + x->off);
+	x->off += 4;
+	return 0;
+}
+
+/* A list's discriminator: 1 another item, 0 the end, -1 neither. */
+static int more(struct xdr *x)
+{
+	uint32_t d;
+
+	if (word(x, &d) || d > 1)
+		return -1;
+	return (int)d;
+}
+
+/* One segment into @c (the first 8 are kept); -1 if it runs past the end. */
+static int segment(struct xdr *x, struct chunks *c, struct seg *out)
+{
+	uint32_t w[4];
+	struct seg s;
+
+	for (int i = 0; i < 4; i++)
+		if (word(x, &w[i]))
+			return -1;
+	s.handle = w[0];
+	s.length = w[1];
+	s.offset = (uint64_t)w[2] << 32 | w[3];
+	if (c->nsegs < 8)
+		c->segs[c->nsegs] = s;
+	c->nsegs++;
+	*out = s;
+	return 0;
+}
+
+/* A counted array of segments (a Write chunk or the Reply chunk). */
+static int segments(struct xdr *x, struct chunks *c, uint32_t *n, uint64_t *bytes,
+		    struct seg *first)
+{
+	struct seg s;
+
+	if (word(x, n) || (uint64_t)*n * 16 > (uint64_t)(x->len - x->off))
+		return -1;
+	for (uint32_t i = 0; i < *n; i++) {
+		if (segment(x, c, &s))
+			return -1;
+		if (i == 0 && first)
+			*first = s;
+		if (bytes)
+			*bytes += s.length;
+	}
+	return 0;
+}
+
 /*
  * Parses the chunk lists of @b (@len bytes) from byte 16. Returns 0, or -1
  * if they do not decode (a list running past the end, a bad discriminant).
  */
 static int parse_chunks(const uint8_t *b, int len, struct chunks *c)
 {
-	int off = 16;
+	struct xdr x = { b, len, 16 };
+	struct seg s;
+	uint32_t position, n;
+	int m;
 
 	memset(c, 0, sizeof(*c));
-#define NEED(k) do { if ((long)off + (k) > len) return -1; } while (0)
-#define WORD() (off += 4, get32(b + off - 4))
-#define SEG() do { \
-		struct seg s_; \
-		NEED(16); \
-		s_.handle = WORD(); \
-		s_.length = WORD(); \
-		s_.offset = (uint64_t)WORD() << 32; \
-		s_.offset |= WORD(); \
-		if (c->nsegs < 8) \
-			c->segs[c->nsegs] = s_; \
-		c->nsegs++; \
-	} while (0)
-	for (;;) {
-		uint32_t d;
-
-		NEED(4);
-		d = WORD();
-		if (d == 0)
-			break;
-		if (d != 1)
+	while ((m = more(&x)) == 1) {
+		if (word(&x, &position) || segment(&x, c, &s))
 			return -1;
-		NEED(4);
-		(void)WORD();	/* position */
-		SEG();
 		c->nreads++;
 	}
-	for (;;) {
-		uint32_t d, n;
-
-		NEED(4);
-		d = WORD();
-		if (d == 0)
-			break;
-		if (d != 1)
+	if (m < 0)
+		return -1;
+	while ((m = more(&x)) == 1) {
+		if (segments(&x, c, &n, &c->write_bytes, NULL))
 			return -1;
-		NEED(4);
-		n = WORD();
-		if ((uint64_t)n * 16 > (uint64_t)(len - off))
-			return -1;
-		while (n--) {
-			SEG();
-			c->write_bytes += get32(b + off - 12);
-		}
 		c->nwrites++;
 	}
-	{
-		uint32_t d, n;
-
-		NEED(4);
-		d = WORD();
-		if (d == 1) {
-			NEED(4);
-			n = WORD();
-			if ((uint64_t)n * 16 > (uint64_t)(len - off))
-				return -1;
-			c->nreply_segs = n;
-			if (n) {
-				c->reply0.handle = get32(b + off);
-				c->reply0.length = get32(b + off + 4);
-				c->reply0.offset = (uint64_t)get32(b + off + 8) << 32 | get32(b + off + 12);
-			}
-			while (n--)
-				SEG();
-			c->has_reply = 1;
-		} else if (d != 0) {
+	if (m < 0 || (m = more(&x)) < 0)
+		return -1;
+	if (m == 1) {
+		if (segments(&x, c, &n, NULL, &c->reply0))
 			return -1;
-		}
+		c->nreply_segs = n;
+		c->has_reply = 1;
 	}
-#undef SEG
-#undef WORD
-#undef NEED
-	c->end = off;
+	c->end = x.off;
 	return 0;
 }
 

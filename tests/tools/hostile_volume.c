@@ -7,6 +7,7 @@
  *
  *   hostile_volume [-n N] [-k K] [-s SEED] [-t SECS] [-p EVERY] ADDR PORT
  *   hostile_volume -d [-n N] [-s SEED]     (draws N Calls, sends nothing)
+ *   hostile_volume -T                      (the judge's self-test, no server)
  *
  * Speed is the point: a Python verbs client makes 4-11 messages a second in
  * an emulated guest, and a million messages need hundreds a second. So the
@@ -179,6 +180,9 @@ static void mismatch(const char *what, uint32_t xid, const uint8_t *msg, int len
 	}
 	printf("\n");
 }
+
+static void on_answer(struct conn *c, const uint8_t *b, int len);
+static void resolve(struct conn *c, struct call *k, int outcome, const char *detail);
 
 /* --- messages ------------------------------------------------------------ */
 
@@ -507,6 +511,182 @@ static int dry_run(unsigned long n)
 	       "reply/err_chunk/close %lu, redrawn %lu, unchanged %lu\n", n, sets[O_REPLY],
 	       sets[O_ERRV], sets[O_ERRC], sets[O_REPLY | O_ERRC | O_CLOSE], st.redrawn, st.unchanged);
 	return 0;
+}
+
+/*
+ * -T: the judge against a wrong server, without one. Each answer below is
+ * fed to on_answer() for one outstanding Call; the answers a wrong server
+ * would give must each count one mismatch (which makes a run exit 1), the
+ * right ones none; and expect() must prescribe the RFC's outcome for the
+ * plain mutations. Returns 0 if the judge judged every case as it should.
+ */
+struct answer {
+	uint8_t b[96];
+	int len;
+};
+
+static void a_word(struct answer *a, uint32_t v)
+{
+	put32(a->b + a->len, v);
+	a->len += 4;
+}
+
+/* A transport header, then (for RDMA_MSG) the empty lists. */
+static void a_header(struct answer *a, uint32_t xid, uint32_t vers, uint32_t credits, uint32_t proc)
+{
+	a->len = 0;
+	a_word(a, xid);
+	a_word(a, vers);
+	a_word(a, credits);
+	a_word(a, proc);
+}
+
+/* An accepted RPC reply to @xid with @stat (0: SUCCESS). */
+static void a_rpc(struct answer *a, uint32_t xid, uint32_t stat)
+{
+	a_word(a, xid);
+	a_word(a, 1);		/* REPLY */
+	a_word(a, 0);		/* MSG_ACCEPTED */
+	a_word(a, 0);		/* verifier AUTH_NONE, */
+	a_word(a, 0);		/* empty */
+	a_word(a, stat);
+}
+
+static void a_null_reply(struct answer *a, uint32_t xid, uint32_t credits, uint32_t rpc_xid,
+			 uint32_t stat)
+{
+	a_header(a, xid, 1, credits, RDMA_MSG);
+	for (int i = 0; i < 3; i++)
+		a_word(a, 0);
+	a_rpc(a, rpc_xid, stat);
+}
+
+static void a_error(struct answer *a, uint32_t xid, uint32_t vers, uint32_t code, uint32_t lo,
+		    uint32_t hi)
+{
+	a_header(a, xid, vers, 32, RDMA_ERROR);
+	a_word(a, code);
+	if (code == ERR_VERS) {
+		a_word(a, lo);
+		a_word(a, hi);
+	}
+}
+
+/* The mismatches @a causes when a Call allowing @allowed is outstanding (none if 0). */
+static unsigned long judge(int allowed, uint32_t xid, const struct answer *a)
+{
+	struct conn *c = &conns[0];
+	unsigned long before = st.mismatches;
+
+	if (allowed) {
+		struct call *k = &c->ring[xid % RING];
+
+		*k = (struct call){ .xid = xid, .allowed = allowed, .live = 1, .slot = -1,
+				    .sent = now() };
+		c->outstanding++;
+	}
+	on_answer(c, a->b, a->len);
+	for (int i = 0; i < RING; i++)
+		if (c->ring[i].live)
+			resolve(c, &c->ring[i], 0, NULL);
+	return st.mismatches - before;
+}
+
+static int self_test(void)
+{
+	const uint32_t x = 0x48000100;
+	struct own o = { 0x1234, 0x10000, 0x10000 + SLOTS * CHUNK_BYTES, 0x10000,
+			 0x10000 + CHUNK_BYTES };
+	uint8_t t[MSG_MAX], m[MSG_MAX];
+	struct answer a;
+	int failed = 0, cases = 0, tlen, hlen;
+
+#define JUDGE(name, allowed, want)						\
+	do {									\
+		unsigned long got = judge(allowed, x, &a);			\
+										\
+		cases++;							\
+		if (got != (want)) {						\
+			printf("self-test FAILED: %s: %lu mismatches, want %d\n",	\
+			       name, got, want);				\
+			failed++;						\
+		}								\
+	} while (0)
+
+	printf("hostile_volume: self-test: each MISMATCH line below is a wrong answer caught\n");
+	conns[0].up = 1;
+	/* What a right server answers. */
+	a_null_reply(&a, x, 32, x, 0);
+	JUDGE("the NULL reply", O_REPLY, 0);
+	JUDGE("a reply where a reply, ERR_CHUNK or a close may come", O_REPLY | O_ERRC | O_CLOSE, 0);
+	a_error(&a, x, 1, ERR_VERS, 1, 1);
+	JUDGE("ERR_VERS 1..1 in a version 1 message", O_ERRV, 0);
+	a_error(&a, x, 1, ERR_CHUNK, 0, 0);
+	JUDGE("ERR_CHUNK", O_ERRC, 0);
+	/* What a wrong server answers. */
+	a_null_reply(&a, x, 32, x, 0);
+	JUDGE("a reply where ERR_CHUNK is prescribed", O_ERRC, 1);
+	JUDGE("a reply where ERR_VERS is prescribed", O_ERRV, 1);
+	a_error(&a, x, 2, ERR_VERS, 1, 1);
+	JUDGE("ERR_VERS in the request's version 2", O_ERRV, 1);
+	a_error(&a, x, 1, ERR_VERS, 1, 2);
+	JUDGE("ERR_VERS 1..2", O_ERRV, 1);
+	a_error(&a, x, 1, ERR_CHUNK, 0, 0);
+	JUDGE("ERR_CHUNK where ERR_VERS is prescribed", O_ERRV, 1);
+	JUDGE("ERR_CHUNK where the reply is owed", O_REPLY, 1);
+	a_error(&a, x, 1, 3, 0, 0);
+	JUDGE("an unknown RDMA_ERROR code", O_ERRC, 1);
+	a_null_reply(&a, x, 0, x, 0);
+	JUDGE("a credit grant of 0", O_REPLY, 1);
+	a_null_reply(&a, x, 32, x + 7, 0);
+	JUDGE("an RPC reply to another XID", O_REPLY, 1);
+	a_null_reply(&a, x, 32, x, 1);
+	JUDGE("an RPC reply that is not SUCCESS", O_REPLY, 1);
+	a_null_reply(&a, x + 1, 32, x + 1, 0);
+	JUDGE("an answer to no outstanding Call", 0, 1);
+	a_header(&a, x, 1, 32, RDMA_MSG);
+	a_word(&a, 1);			/* a Read list in a reply */
+	for (int i = 0; i < 5; i++)
+		a_word(&a, 0);
+	for (int i = 0; i < 3; i++)
+		a_word(&a, 0);
+	a_rpc(&a, x, 0);
+	JUDGE("an answer with a Read list", O_REPLY, 1);
+	a_header(&a, x, 1, 32, RDMA_MSG);
+	a.len = 12;
+	JUDGE("an answer of 12 bytes", O_REPLY, 1);
+	a_header(&a, x, 1, 32, 7);
+	JUDGE("an answer with rdma_proc 7", O_REPLY, 1);
+
+	/* expect(): the RFC's outcomes for plain mutations of a template. */
+	tlen = template(t, 0, x, 0, 0, &hlen);
+	cases += 4;
+	if (expect(t, tlen, t, tlen, &o) != O_REPLY) {
+		printf("self-test FAILED: the template is not owed its reply\n");
+		failed++;
+	}
+	memcpy(m, t, tlen);
+	put32(m + 4, 2);
+	if (expect(m, tlen, t, tlen, &o) != O_ERRV) {
+		printf("self-test FAILED: version 2 is not owed ERR_VERS alone\n");
+		failed++;
+	}
+	put32(m + 4, 1);
+	put32(m + 12, 9);
+	if (expect(m, tlen, t, tlen, &o) != O_ERRC) {
+		printf("self-test FAILED: rdma_proc 9 is not owed ERR_CHUNK alone\n");
+		failed++;
+	}
+	put32(m + 12, RDMA_MSG);
+	put32(m + 16, 2);
+	if (expect(m, tlen, t, tlen, &o) != O_ERRC) {
+		printf("self-test FAILED: a bad Read list discriminator is not owed ERR_CHUNK alone\n");
+		failed++;
+	}
+#undef JUDGE
+	printf("hostile_volume: self-test %s: %d cases, %d failed\n", failed ? "FAILED" : "passed",
+	       cases, failed);
+	return failed ? 1 : 0;
 }
 
 /* --- connections ----------------------------------------------------------- */
@@ -1024,11 +1204,12 @@ int main(int argc, char **argv)
 	unsigned long n = 100000, every = 0, next_progress;
 	unsigned long seed = 8166;
 	double t0;
-	int opt, open_failures = 0, dry = 0;
+	int opt, open_failures = 0, dry = 0, self = 0;
 
-	while ((opt = getopt(argc, argv, "dn:k:s:t:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "dTn:k:s:t:p:")) != -1) {
 		switch (opt) {
 		case 'd': dry = 1; break;
+		case 'T': self = 1; break;
 		case 'n': {
 			char *end;
 
@@ -1047,6 +1228,8 @@ int main(int argc, char **argv)
 		}
 	}
 	rng = seed * 0x9e3779b97f4a7c15ULL + 1;
+	if (self)
+		return self_test();
 	if (dry)
 		return dry_run(n);
 	if (optind + 2 != argc || nconns < 1 || nconns > MAX_CONNS || timeout_s <= 0) {

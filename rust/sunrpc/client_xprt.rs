@@ -11,7 +11,7 @@
 
 use core::marker::PhantomData;
 
-use kernel::{fmt, prelude::*, str::CString, types::Opaque};
+use kernel::{prelude::*, str::CString, types::Opaque};
 
 use crate::bindings;
 

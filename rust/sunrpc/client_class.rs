@@ -48,10 +48,10 @@ pub(crate) struct ClientClass {
     registered: Atomic<bool>,
 }
 
-// SAFETY: the class is written only by `register`, before sunrpc can see it
-// and while `registered` guarantees no other `register` runs; afterwards
-// only sunrpc touches it, under its own `xprt_list_lock`, and readers of
-// `owner` read a value that no longer changes.
+// The class is written only by `register`, before sunrpc can see it and
+// while `registered` guarantees no other `register` runs; afterwards only
+// sunrpc touches it (under its `xprt_list_lock`) and `owner` is read.
+// SAFETY: so shared access never races with a write.
 unsafe impl Sync for ClientClass {}
 
 impl ClientClass {
@@ -71,9 +71,9 @@ impl ClientClass {
 
     /// The module the class belongs to (set at registration).
     pub(crate) fn owner(&self) -> *mut bindings::module {
-        // SAFETY: only called on a registered class (its transports exist
-        // only while it is), whose `owner` was written before sunrpc, and so
-        // any caller, could see it, and never changes afterwards.
+        // Only transports of a registered class call this; its `owner` was
+        // written before sunrpc, and so they, could see the class.
+        // SAFETY: so the field is initialized and no longer changes.
         unsafe { (*self.as_ptr()).owner }
     }
 
@@ -134,10 +134,9 @@ pub(crate) struct ClientRegistration {
 
 impl Drop for ClientRegistration {
     fn drop(&mut self) {
-        // SAFETY: the class was registered by `ClientClass::register` and is
-        // unregistered only here, once. Every transport it built holds a
-        // reference on the owner module, so while one exists the module,
-        // and with it this registration, stays.
+        // Every transport the class built holds a reference on the owner
+        // module: while one exists, the module and this registration stay.
+        // SAFETY: registered by `ClientClass::register`; unregistered once.
         unsafe { bindings::xprt_unregister_transport(self.class.as_ptr()) };
         self.class.registered.store(false, Relaxed);
     }

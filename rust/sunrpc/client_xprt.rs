@@ -19,9 +19,10 @@ use crate::bindings;
 #[repr(transparent)]
 pub(crate) struct RpcXprt(Opaque<bindings::rpc_xprt>);
 
-// SAFETY: sunrpc shares transports between threads and guards their state
-// with its own locks and atomic bit operations; this type only offers such
-// accesses, or writes to a transport nobody else can see yet.
+// sunrpc shares transports between threads and guards their state with its
+// own locks and atomic bit operations.
+// SAFETY: this type only offers such accesses, or writes to a transport
+// nobody else can see yet.
 unsafe impl Sync for RpcXprt {}
 // SAFETY: as above; a transport is not tied to a thread.
 unsafe impl Send for RpcXprt {}
@@ -144,9 +145,9 @@ impl RpcXprt {
         timeout_ms: u32,
     ) {
         let jiffies = kernel::time::msecs_to_jiffies(timeout_ms);
-        // SAFETY: nobody else sees the transport yet (caller's promise), so
-        // these plain writes race with nothing; `timeout` is writable and
-        // outlives the transport.
+        // Nobody else sees the transport yet (caller's promise): these plain
+        // writes race with nothing.
+        // SAFETY: so; and `timeout` is writable and outlives the transport.
         unsafe {
             let x = self.as_ptr();
             timeout.write(bindings::rpc_timeout {
@@ -298,9 +299,9 @@ impl RpcXprt {
         if head.iov_base.is_null() || head.iov_len < reply.len() {
             return Err(ReplyMiss::TooLong { room: head.iov_len });
         }
-        // SAFETY: the head kvec is the request's own receive buffer, with
-        // room for the reply (checked); nothing reads it until the request
-        // is completed below.
+        // The head kvec is the request's own receive buffer, with room for
+        // the reply (checked); nothing reads it until it is completed here.
+        // SAFETY: so the copy stays inside memory nobody else uses now.
         unsafe {
             core::ptr::copy_nonoverlapping(reply.as_ptr(), head.iov_base.cast::<u8>(), reply.len());
             bindings::xprt_complete_rqst((*req).rq_task, len);

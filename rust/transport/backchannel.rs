@@ -158,9 +158,9 @@ unsafe fn bind(args: &bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> 
     let x = unsafe { RpcXprt::from_raw(raw) };
     // SAFETY: `raw` is a `BcXprt` (allocated with its size, zeroed).
     let timeout = unsafe { core::ptr::addr_of_mut!((*raw.cast::<BcXprt>()).timeout) };
-    // SAFETY: new and ours alone; the class, ops and the timeout (same
-    // allocation) outlive it; the connection outlives every op that uses
-    // the link back (module doc).
+    // The class, ops and the timeout (same allocation) outlive it; the
+    // connection outlives every op that uses the link back (module doc).
+    // SAFETY: so; and the transport is new and ours alone.
     unsafe {
         x.init_connected(
             BC_CLASS.as_ptr(),

@@ -272,7 +272,7 @@ impl RpcXprt {
         // SAFETY: a live transport; `cwnd` is guarded by `transport_lock`.
         unsafe {
             bindings::svcrdma_rs_rpc_xprt_transport_lock(x);
-            (*x).cwnd = core::ffi::c_ulong::from(calls) << bindings::RPC_CWNDSHIFT;
+            (*x).cwnd = (calls as c_ulong) << bindings::RPC_CWNDSHIFT;
             bindings::svcrdma_rs_rpc_xprt_transport_unlock(x);
         }
     }

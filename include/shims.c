@@ -257,6 +257,11 @@ char *svcrdma_rs_kstrdup(const char *s)
 	return kstrdup(s, GFP_KERNEL);
 }
 
+void *svcrdma_rs_kmalloc(size_t size, gfp_t flags)
+{
+	return kmalloc(size, flags);
+}
+
 struct rpc_xprt *svcrdma_rs_xprt_bc_read(struct svc_xprt *xprt)
 {
 	return READ_ONCE(xprt->xpt_bc_xprt);

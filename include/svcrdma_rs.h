@@ -106,6 +106,7 @@ void svcrdma_rs_rpc_xprt_transport_lock(struct rpc_xprt *xprt);
 void svcrdma_rs_rpc_xprt_transport_unlock(struct rpc_xprt *xprt);
 unsigned short svcrdma_rs_rpc_get_port(const struct sockaddr *sa);
 char *svcrdma_rs_kstrdup(const char *s);
+void *svcrdma_rs_kmalloc(size_t size, gfp_t flags);
 struct rpc_xprt *svcrdma_rs_xprt_bc_read(struct svc_xprt *xprt);
 struct rpc_xprt *svcrdma_rs_xprt_bc_bind(struct svc_xprt *xprt,
 					  struct rpc_xprt *bc);

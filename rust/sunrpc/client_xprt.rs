@@ -396,6 +396,40 @@ impl<'a> RpcRqst<'a> {
         Ok(at)
     }
 
+    /// Allocates the request's buffers (its `buf_alloc` op): one
+    /// allocation for the Call (`rq_callsize` bytes, `rq_buffer`) and the
+    /// Reply (`rq_rcvsize`, `rq_rbuffer`), with the allocation flags
+    /// sunrpc uses for its own (`rpc_task_gfp_mask()`: no retrying in
+    /// rpciod). A transport that copies the Call out needs nothing more.
+    pub(crate) fn alloc_buffers(&mut self) -> Result {
+        let (call, rcv) = (self.r().rq_callsize, self.r().rq_rcvsize);
+        let size = call.checked_add(rcv).ok_or(ENOMEM)?;
+        // SAFETY: plain allocations, from the task's context.
+        let buf = unsafe { bindings::svcrdma_rs_kmalloc(size, bindings::rpc_task_gfp_mask()) };
+        if buf.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: live and ours during the op (invariant); `call` bytes
+        // into the `size`-byte allocation is within it.
+        unsafe {
+            (*self.ptr).rq_buffer = buf;
+            (*self.ptr).rq_rbuffer = buf.cast::<u8>().add(call).cast();
+        }
+        Ok(())
+    }
+
+    /// Frees what [`RpcRqst::alloc_buffers`] allocated (its `buf_free`
+    /// op).
+    pub(crate) fn free_buffers(&mut self) {
+        // SAFETY: live and ours during the op (invariant); `rq_buffer` is
+        // null or our allocation, which nothing uses any more.
+        unsafe {
+            bindings::kfree((*self.ptr).rq_buffer);
+            (*self.ptr).rq_buffer = core::ptr::null_mut();
+            (*self.ptr).rq_rbuffer = core::ptr::null_mut();
+        }
+    }
+
     /// Records the transmit time (`rq_xtime`, for sunrpc's round-trip
     /// statistics).
     pub(crate) fn stamp_transmit(&mut self) {

@@ -84,8 +84,8 @@ static BC_OPS: bindings::rpc_xprt_ops = bindings::rpc_xprt_ops {
     connect: None,
     get_srcaddr: None,
     get_srcport: None,
-    buf_alloc: Some(bindings::rpc_malloc),
-    buf_free: Some(bindings::rpc_free),
+    buf_alloc: Some(buf_alloc),
+    buf_free: Some(buf_free),
     prepare_request: None,
     send_request: Some(send_request),
     abort_send_request: None,
@@ -315,6 +315,23 @@ pub(super) fn receive_reply(conn: &Connection, header: &Header<'_>, body: &[u8])
             room
         ),
     }
+}
+
+/// The `buf_alloc` op: the request's Call and Reply buffers.
+unsafe extern "C" fn buf_alloc(task: *mut bindings::rpc_task) -> c_int {
+    // SAFETY: sunrpc passes a live task with its request.
+    let mut rq = unsafe { RpcRqst::from_raw((*task).tk_rqstp) };
+    match rq.alloc_buffers() {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The `buf_free` op.
+unsafe extern "C" fn buf_free(task: *mut bindings::rpc_task) {
+    // SAFETY: sunrpc passes a live task with its request.
+    let mut rq = unsafe { RpcRqst::from_raw((*task).tk_rqstp) };
+    rq.free_buffers();
 }
 
 /// The `close` op: sunrpc deletes the connection.

@@ -23,8 +23,6 @@
 #                   scripts/lib.sh: LLVM=-19 RUSTC=... RUST_LIB_SRC=... BINDGEN=...)
 # SVCRDMA_RS_BACKCHANNEL=y  with the experimental NFSv4.1 backchannel
 #                   (Kconfig: SVCRDMA_RS_BACKCHANNEL; default n)
-# MO=<dir>          build output elsewhere than the source tree (Kbuild's
-#                   own option for external modules)
 
 SHELL := /bin/bash
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -38,7 +36,7 @@ SVCRDMA_RS_WERROR ?=
 SVCRDMA_RS_DMA_MR_DEFAULT ?= ib_only
 # The NFSv4.1 backchannel (Kconfig: SVCRDMA_RS_BACKCHANNEL): experimental,
 # off unless SVCRDMA_RS_BACKCHANNEL=y. tests/vm/run backchannel builds its
-# own copy with it on, apart from the default one (MO=build/backchannel).
+# own module with it on, in a copy of the sources (build/backchannel/).
 SVCRDMA_RS_BACKCHANNEL ?= n
 # Test hooks (Kconfig: SVCRDMA_RS_DEBUG): on for the test kernel.
 ifeq ($(KDIR),$(DEFAULT_KDIR))

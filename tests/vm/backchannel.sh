@@ -10,7 +10,8 @@
 # Then umount, nfsd stop, and rmmod with no kernel report.
 #
 # Not in make check's list: `tests/vm/run backchannel` builds the module
-# with the switch on into build/backchannel/ and runs this suite on it.
+# with the switch on in build/backchannel/ (a copy of the sources) and runs
+# this suite on it.
 #
 # Environment:
 #   KO=PATH          the module (default: build/backchannel/svcrdma_rs.ko)

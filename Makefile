@@ -98,4 +98,4 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m clean
-	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target
+	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target $(ROOT)/build

@@ -21,6 +21,8 @@
 # KDIR=<tree>       any built, Rust-enabled kernel tree
 # KMAKE_VARS=...    toolchain variables for that tree (default: ours, see
 #                   scripts/lib.sh: LLVM=-19 RUSTC=... RUST_LIB_SRC=... BINDGEN=...)
+# SVCRDMA_RS_BACKCHANNEL=y  with the experimental NFSv4.1 backchannel
+#                   (Kconfig: SVCRDMA_RS_BACKCHANNEL; default n)
 
 SHELL := /bin/bash
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -32,6 +34,10 @@ KMAKE_VARS ?= $(shell . $(ROOT)/scripts/lib.sh && svcrdma_kmake_vars)
 SVCRDMA_RS_WERROR ?=
 # The dma_mr parameter's default (Kconfig: SVCRDMA_RS_DMA_MR_DEFAULT).
 SVCRDMA_RS_DMA_MR_DEFAULT ?= ib_only
+# The NFSv4.1 backchannel (Kconfig: SVCRDMA_RS_BACKCHANNEL): experimental,
+# off unless SVCRDMA_RS_BACKCHANNEL=y. tests/vm/run backchannel builds its
+# own module with it on, in a copy of the sources (build/backchannel/).
+SVCRDMA_RS_BACKCHANNEL ?= n
 # Test hooks (Kconfig: SVCRDMA_RS_DEBUG): on for the test kernel.
 ifeq ($(KDIR),$(DEFAULT_KDIR))
 SVCRDMA_RS_DEBUG ?= y
@@ -51,7 +57,8 @@ module:
 	$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m \
 		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) \
 		SVCRDMA_RS_DMA_MR_DEFAULT=$(SVCRDMA_RS_DMA_MR_DEFAULT) \
-		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) modules
+		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) \
+		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) modules
 
 kernel:
 	@$(ROOT)/scripts/build-kernel --flavor test
@@ -91,4 +98,4 @@ demo:
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m clean
-	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target
+	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target $(ROOT)/build

@@ -213,3 +213,64 @@ int svcrdma_rs_qp_to_error(struct ib_qp *qp)
 
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
 }
+
+#ifdef CONFIG_SVCRDMA_RS_BACKCHANNEL
+/* The NFSv4.1 backchannel's client transport (SVCRDMA_RS_BACKCHANNEL=y). */
+
+void svcrdma_rs_rpc_xprt_set_bound(struct rpc_xprt *xprt)
+{
+	xprt_set_bound(xprt);
+}
+
+void svcrdma_rs_rpc_xprt_set_connected(struct rpc_xprt *xprt)
+{
+	xprt_set_connected(xprt);
+}
+
+void svcrdma_rs_rpc_xprt_queue_lock(struct rpc_xprt *xprt)
+{
+	spin_lock(&xprt->queue_lock);
+}
+
+void svcrdma_rs_rpc_xprt_queue_unlock(struct rpc_xprt *xprt)
+{
+	spin_unlock(&xprt->queue_lock);
+}
+
+void svcrdma_rs_rpc_xprt_transport_lock(struct rpc_xprt *xprt)
+{
+	spin_lock(&xprt->transport_lock);
+}
+
+void svcrdma_rs_rpc_xprt_transport_unlock(struct rpc_xprt *xprt)
+{
+	spin_unlock(&xprt->transport_lock);
+}
+
+unsigned short svcrdma_rs_rpc_get_port(const struct sockaddr *sa)
+{
+	return rpc_get_port(sa);
+}
+
+char *svcrdma_rs_kstrdup(const char *s)
+{
+	return kstrdup(s, GFP_KERNEL);
+}
+
+void *svcrdma_rs_kmalloc(size_t size, gfp_t flags)
+{
+	return kmalloc(size, flags);
+}
+
+struct rpc_xprt *svcrdma_rs_xprt_bc_read(struct svc_xprt *xprt)
+{
+	return READ_ONCE(xprt->xpt_bc_xprt);
+}
+
+/* Sets xpt_bc_xprt if it was NULL; returns what it was. */
+struct rpc_xprt *svcrdma_rs_xprt_bc_bind(struct svc_xprt *xprt,
+					  struct rpc_xprt *bc)
+{
+	return cmpxchg(&xprt->xpt_bc_xprt, NULL, bc);
+}
+#endif /* CONFIG_SVCRDMA_RS_BACKCHANNEL */

@@ -88,4 +88,28 @@ const char *svcrdma_rs_param_xprt_name(void);
 const char *svcrdma_rs_param_dma_mr_default(void);
 bool svcrdma_rs_param_debug_enabled(void);
 
+#ifdef CONFIG_SVCRDMA_RS_BACKCHANNEL
+/*
+ * shims.c: the sunrpc client transport the NFSv4.1 backchannel registers
+ * (built with SVCRDMA_RS_BACKCHANNEL=y only; bindings from
+ * include/bindings-backchannel.list).
+ */
+#include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/sched.h>
+#include <linux/sunrpc/addr.h>
+
+void svcrdma_rs_rpc_xprt_set_bound(struct rpc_xprt *xprt);
+void svcrdma_rs_rpc_xprt_set_connected(struct rpc_xprt *xprt);
+void svcrdma_rs_rpc_xprt_queue_lock(struct rpc_xprt *xprt);
+void svcrdma_rs_rpc_xprt_queue_unlock(struct rpc_xprt *xprt);
+void svcrdma_rs_rpc_xprt_transport_lock(struct rpc_xprt *xprt);
+void svcrdma_rs_rpc_xprt_transport_unlock(struct rpc_xprt *xprt);
+unsigned short svcrdma_rs_rpc_get_port(const struct sockaddr *sa);
+char *svcrdma_rs_kstrdup(const char *s);
+void *svcrdma_rs_kmalloc(size_t size, gfp_t flags);
+struct rpc_xprt *svcrdma_rs_xprt_bc_read(struct svc_xprt *xprt);
+struct rpc_xprt *svcrdma_rs_xprt_bc_bind(struct svc_xprt *xprt,
+					  struct rpc_xprt *bc);
+#endif /* CONFIG_SVCRDMA_RS_BACKCHANNEL */
+
 #endif /* SVCRDMA_RS_H */

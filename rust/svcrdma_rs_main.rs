@@ -41,8 +41,12 @@ module! {
 ///
 /// Fields drop in order: the class is unregistered first (no new listener
 /// can appear; every transport is gone, since each holds a module
-/// reference), then the registry and its sysfs tree.
+/// reference), then the registry and its sysfs tree. Built with the
+/// backchannel, its client transport class goes before them (each
+/// backchannel holds a module reference too).
 struct SvcRdmaRs {
+    #[cfg(svcrdma_rs_backchannel)]
+    _bc_class: sunrpc::ClientRegistration,
     _class: sunrpc::Registration,
     _registry: transport::Registry,
 }
@@ -54,6 +58,8 @@ impl kernel::Module for SvcRdmaRs {
         Ok(Self {
             _class: transport::register_class(module)?,
             _registry: registry,
+            #[cfg(svcrdma_rs_backchannel)]
+            _bc_class: transport::register_bc_class(module)?,
         })
     }
 }

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Thin, safe wrappers over the sunrpc server-transport API
-//! (`linux/sunrpc/svc_xprt.h`, `svc.h`, `xdr.h`).
+//! (`linux/sunrpc/svc_xprt.h`, `svc.h`, `xdr.h`), and, for the NFSv4.1
+//! backchannel (`SVCRDMA_RS_BACKCHANNEL=y` only), over the client-transport
+//! API (`linux/sunrpc/xprt.h`).
 
+#[cfg(svcrdma_rs_backchannel)]
+mod bc_link;
+#[cfg(svcrdma_rs_backchannel)]
+mod client_class;
+#[cfg(svcrdma_rs_backchannel)]
+mod client_xprt;
 mod rqst;
 mod xprt;
 mod xprt_class;
 
+#[cfg(svcrdma_rs_backchannel)]
+pub(crate) use client_class::{ClientClass, ClientRegistration};
+#[cfg(svcrdma_rs_backchannel)]
+pub(crate) use client_xprt::{ReplyMiss, RpcRqst, RpcXprt};
 pub(crate) use rqst::{Piece, Rqst, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};

@@ -15,9 +15,13 @@
 //! - [`rw`]: RDMA Read and Write under the connection's memory model;
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
-//! - [`sq`]: posting work-request chains and waiting for them.
+//! - [`sq`]: posting work-request chains and waiting for them;
+//! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the
+//!   client's connection), only with `SVCRDMA_RS_BACKCHANNEL=y`.
 
 mod accept;
+#[cfg(svcrdma_rs_backchannel)]
+mod backchannel;
 mod connection;
 mod ctxt;
 mod frmr;
@@ -30,5 +34,7 @@ mod rw;
 mod sendto;
 mod sq;
 
+#[cfg(svcrdma_rs_backchannel)]
+pub(crate) use backchannel::register_class as register_bc_class;
 pub(crate) use ops::register_class;
 pub(crate) use registry::{install as install_registry, Installed as Registry};

@@ -38,11 +38,17 @@ static OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
 /// on a session's connection with the client transport whose identifier is
 /// this one plus `XPRT_TRANSPORT_BC`. That must not be the C transport's
 /// (`XPRT_TRANSPORT_RDMA`): rpcrdma.ko's backchannel would take our
-/// connection for one of its own. Until this transport has a backchannel,
-/// no client transport answers to this identifier, so nfsd's callback
-/// setup fails cleanly and it tells the client its callback path is down;
+/// connection for one of its own. Unless the module is built with the
+/// backchannel (`SVCRDMA_RS_BACKCHANNEL=y`, [`super::backchannel`]), no
+/// client transport answers to this identifier, so nfsd's callback setup
+/// fails cleanly and it tells the client its callback path is down;
 /// sessions, and v4.1/v4.2 mounts, work without it.
 const IDENT: i32 = bindings::XPRT_TRANSPORT_RDMA as i32 | 0x1_0000;
+
+/// The backchannel's client transport identifier: [`IDENT`] plus
+/// `XPRT_TRANSPORT_BC` (bit 31, the sign bit of C's `int`).
+#[cfg(svcrdma_rs_backchannel)]
+pub(super) const BC_IDENT: i32 = IDENT | i32::MIN;
 
 /// Registers the class under the `xprt_name` parameter.
 ///

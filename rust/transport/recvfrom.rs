@@ -126,6 +126,13 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
     } else {
         body
     };
+    // A backward Reply goes to the backchannel's waiting Call, not to nfsd.
+    #[cfg(svcrdma_rs_backchannel)]
+    if crate::proto::rpcrdma::backward::is_reply(&header, body) {
+        super::backchannel::receive_reply(conn, &header, body);
+        repost(conn);
+        return Err(ENOMSG);
+    }
 
     // Where each Read chunk goes.
     let mut chunks = [ReadChunkRef {
@@ -217,7 +224,8 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
 
     rq.set_arg_len(total as usize);
     // RPC direction (word 1): 0 is a Call. A Reply would be for a
-    // backchannel, which this transport does not offer.
+    // backchannel, which this transport offers only when built with it
+    // (and then took it above).
     if rq.arg_head().get(4..8) != Some(&[0, 0, 0, 0][..]) {
         pr_warn_ratelimited!(
             "connection {}: dropping a message that is not an RPC Call\n",

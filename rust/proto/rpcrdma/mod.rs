@@ -23,7 +23,12 @@
 //!   header against the RFC and our [`Limits`].
 //! - [`chunk`]: the views of a validated header's segments and chunk lists.
 //! - [`encode`]: reply headers and error reports.
+//! - `backward`: the backward direction (RFC 8167), for the NFSv4.1
+//!   backchannel; only in a module built with `SVCRDMA_RS_BACKCHANNEL=y`
+//!   (the host crate always has it).
 
+#[cfg(svcrdma_rs_backchannel)]
+pub mod backward;
 pub mod chunk;
 pub mod encode;
 pub mod header;

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A client transport class (`struct xprt_class`) and its registration.
+//!
+//! sunrpc's RPC clients find their transport by identifier among the
+//! registered classes (`xprt_create_transport()`); nfsd's NFSv4.1 callback
+//! client asks for the identifier of the connection's server class plus
+//! `XPRT_TRANSPORT_BC`. A class also lists the network identifiers it
+//! answers to (`netid`, looked up by `xprt_find_transport_ident()` and
+//! friends): the list ends with an empty string, which is part of our
+//! storage, so a lookup by netid never reads past the class.
+
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+    types::Opaque,
+};
+
+use crate::bindings;
+
+/// The setup function of a class: builds a transport for
+/// `xprt_create_transport()`.
+pub(crate) type Setup =
+    unsafe extern "C" fn(args: *mut bindings::xprt_create) -> *mut bindings::rpc_xprt;
+
+/// A class and the terminator of its (empty) `netid` list, laid out as C
+/// sees a class with a one-entry flexible array.
+#[repr(C)]
+struct Storage {
+    class: bindings::xprt_class,
+    /// `netid[0]`: the empty string that ends the list.
+    netid: [*const c_char; 1],
+}
+
+// The terminator sits exactly where C's flexible array member begins.
+const _: () = assert!(
+    core::mem::offset_of!(Storage, netid) == core::mem::offset_of!(bindings::xprt_class, netid)
+);
+
+/// Storage for one `xprt_class`, meant to be a `static`.
+///
+/// sunrpc links a registered class into its global list and reads it from
+/// any context, so it must never move: only `&'static` instances can be
+/// registered.
+pub(crate) struct ClientClass {
+    storage: Opaque<Storage>,
+    registered: Atomic<bool>,
+}
+
+// The class is written only by `register`, before sunrpc can see it and
+// while `registered` guarantees no other `register` runs; afterwards only
+// sunrpc touches it (under its `xprt_list_lock`) and `owner` is read.
+// SAFETY: so shared access never races with a write.
+unsafe impl Sync for ClientClass {}
+
+impl ClientClass {
+    /// An unregistered class.
+    pub(crate) const fn new() -> Self {
+        Self {
+            storage: Opaque::uninit(),
+            registered: Atomic::new(false),
+        }
+    }
+
+    /// The C object (for `rpc_xprt::xprt_class`).
+    pub(crate) fn as_ptr(&self) -> *mut bindings::xprt_class {
+        // `class` is the first field of a `#[repr(C)]` struct.
+        self.storage.get().cast()
+    }
+
+    /// The module the class belongs to (set at registration).
+    pub(crate) fn owner(&self) -> *mut bindings::module {
+        // Only transports of a registered class call this; its `owner` was
+        // written before sunrpc, and so they, could see the class.
+        // SAFETY: so the field is initialized and no longer changes.
+        unsafe { (*self.as_ptr()).owner }
+    }
+
+    /// Registers the class with sunrpc: `name` (at most 31 bytes, shown in
+    /// the kernel log), transports with identifier `ident` built by
+    /// `setup`.
+    ///
+    /// Fails with `EEXIST` if sunrpc already has a class with that
+    /// identifier, `EBUSY` if this class is registered already, `EINVAL`
+    /// if the name is too long. The class stays registered until the
+    /// returned [`ClientRegistration`] is dropped.
+    pub(crate) fn register(
+        &'static self,
+        name: &'static CStr,
+        owner: &'static ThisModule,
+        ident: i32,
+        setup: Setup,
+    ) -> Result<ClientRegistration> {
+        let mut class = bindings::xprt_class {
+            ident,
+            setup: Some(setup),
+            owner: owner.as_ptr().cast(),
+            ..Default::default()
+        };
+        let bytes = name.to_bytes();
+        // Room for the terminating NUL, which `Default` left in place.
+        if bytes.len() >= class.name.len() {
+            return Err(EINVAL);
+        }
+        for (dst, &b) in class.name.iter_mut().zip(bytes) {
+            *dst = b as c_char;
+        }
+        if self.registered.cmpxchg(false, true, Relaxed).is_err() {
+            return Err(EBUSY);
+        }
+        let storage = Storage {
+            class,
+            netid: [c"".as_char_ptr()],
+        };
+        // SAFETY: `registered` was false, so sunrpc does not know this class
+        // and nobody else writes it: we have exclusive access.
+        unsafe { self.storage.get().write(storage) };
+        // SAFETY: the class is initialized, `'static` and never moves, so it
+        // outlives its registration; its netid list is terminated.
+        let ret = to_result(unsafe { bindings::xprt_register_transport(self.as_ptr()) });
+        if let Err(e) = ret {
+            self.registered.store(false, Relaxed);
+            return Err(e);
+        }
+        Ok(ClientRegistration { class: self })
+    }
+}
+
+/// A registered client transport class; dropping it unregisters the class.
+pub(crate) struct ClientRegistration {
+    class: &'static ClientClass,
+}
+
+impl Drop for ClientRegistration {
+    fn drop(&mut self) {
+        // Every transport the class built holds a reference on the owner
+        // module: while one exists, the module and this registration stay.
+        // SAFETY: registered by `ClientClass::register`; unregistered once.
+        unsafe { bindings::xprt_unregister_transport(self.class.as_ptr()) };
+        self.class.registered.store(false, Relaxed);
+    }
+}

@@ -270,15 +270,8 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
             return Err(e);
         }
     };
-    ctxt.sync_send(total);
-    let sge = bindings::ib_sge {
-        addr: ctxt.send_dma,
-        // At most the send buffer's size.
-        length: total as u32,
-        lkey: res.pd.local_dma_lkey(),
-    };
     ctxt.chain.clear();
-    if let Err(e) = ctxt.chain.send(&[sge], None) {
+    if let Err(e) = ctxt.send_inline(res.pd.local_dma_lkey(), total, None) {
         conn.ctxt_put(ctxt);
         return Err(e);
     }

@@ -9,8 +9,9 @@
 //! `xpo_sendto` uses it, with its mapped send buffer and work-request
 //! storage. A context whose Reply went out belongs to that Reply's
 //! completions (`sq::post_reply`), which give it back, with the Reply's
-//! pages, once the device is done; otherwise `xpo_release_ctxt` gives it
-//! back. Steady state allocates nothing: a pool has one context per credit,
+//! pages, once the device is done; so does one that carries the RDMA_ERROR
+//! answering a refused Call from `xpo_recvfrom`; otherwise
+//! `xpo_release_ctxt` gives it back. Steady state allocates nothing: a pool has one context per credit,
 //! and grows (to a bound) only for a client that sends more Calls than it
 //! was granted.
 
@@ -147,8 +148,23 @@ impl CallCtxt {
         }
     }
 
+    /// Appends to the chain the Send of the send buffer's first `len`
+    /// bytes (with the PD's local DMA lkey `lkey`), made visible to the
+    /// device first; it invalidates `invalidate` at the peer if given.
+    pub(crate) fn send_inline(&mut self, lkey: u32, len: usize, invalidate: Option<u32>) -> Result {
+        let len = len.min(SEND_SIZE as usize);
+        self.sync_send(len);
+        let sge = bindings::ib_sge {
+            addr: self.send_dma,
+            // At most `SEND_SIZE`, a `u32`.
+            length: len as u32,
+            lkey,
+        };
+        self.chain.send(&[sge], invalidate)
+    }
+
     /// Makes the first `len` bytes of the send buffer visible to the device.
-    pub(crate) fn sync_send(&self, len: usize) {
+    fn sync_send(&self, len: usize) {
         // SAFETY: a live mapping (invariant), `len` within it.
         unsafe {
             bindings::svcrdma_rs_dma_sync_for_device(

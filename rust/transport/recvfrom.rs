@@ -14,7 +14,7 @@
 
 use kernel::prelude::*;
 
-use super::{connection::Connection, ctxt::CallCtxt, rw, sendto};
+use super::{connection::Connection, ctxt::CallCtxt, rw, sendto, sq::post_reply};
 use crate::{
     bindings,
     log::pr_warn_ratelimited,
@@ -67,16 +67,51 @@ pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_i
             rq.set_ctxt(KBox::into_raw(ctxt).cast());
             c_int::try_from(len).unwrap_or(0)
         }
-        Err(_) => {
+        // The context goes with the answer, as with a Reply: its completion
+        // gives it back, and this thread takes the next message at once. A
+        // failed post closes the connection (`post_reply`), a failed
+        // completion too (its status).
+        Err(NoCall::Answer) => {
+            let _ = post_reply(conn, ctxt);
+            0
+        }
+        Err(NoCall::Dropped) => {
             conn.ctxt_put(ctxt);
             0
         }
     }
 }
 
+/// Why a received message gave nfsd no Call.
+enum NoCall {
+    /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
+    Answer,
+    /// Nothing to send back: dropped, handled, or the connection is closing.
+    Dropped,
+}
+
+impl From<Error> for NoCall {
+    fn from(_: Error) -> Self {
+        NoCall::Dropped
+    }
+}
+
+/// Builds the RDMA_ERROR answering `err` in `ctxt`, if there is one.
+fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
+    match sendto::build_error(conn, ctxt, err) {
+        Ok(true) => NoCall::Answer,
+        _ => NoCall::Dropped,
+    }
+}
+
 /// Decodes buffer `index`, answers or assembles it. The buffer is reposted
 /// before any RDMA Read. `Err` means no Call for nfsd.
-fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16) -> Result<usize> {
+fn receive(
+    conn: &Connection,
+    rq: &mut Rqst<'_>,
+    ctxt: &mut CallCtxt,
+    index: u16,
+) -> core::result::Result<usize, NoCall> {
     let res = conn.res().ok_or(ENOTCONN)?;
     let repost = |conn: &Connection| {
         if res.recv.post(&res.qp, index).is_err() {
@@ -87,7 +122,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
     // after its last use.
     let Some(msg) = (unsafe { res.recv.message(index) }) else {
         repost(conn);
-        return Err(EINVAL);
+        return Err(NoCall::Dropped);
     };
     let header = match decode(msg, &LIMITS) {
         Ok(h) => h,
@@ -99,10 +134,10 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
                 );
                 repost(conn);
                 conn.close();
-                return Err(EPROTO);
+                return Err(NoCall::Dropped);
             }
             // A message too short for an XID and a version gets no answer.
-            let answer = if e.xid().is_some() {
+            let outcome = if e.xid().is_some() {
                 "answered with RDMA_ERROR"
             } else {
                 "dropped"
@@ -111,11 +146,10 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
                 "connection {}: bad transport header ({}), {}\n",
                 conn.id,
                 e.as_str(),
-                answer
+                outcome
             );
             repost(conn);
-            let _ = sendto::send_error(conn, ctxt, &e);
-            return Err(EPROTO);
+            return Err(answer(conn, ctxt, &e));
         }
     };
     let xid = header.xid;
@@ -131,7 +165,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
     if crate::proto::rpcrdma::backward::is_reply(&header, body) {
         super::backchannel::receive_reply(conn, &header, body);
         repost(conn);
-        return Err(ENOMSG);
+        return Err(NoCall::Dropped);
     }
 
     // Where each Read chunk goes.
@@ -170,7 +204,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
         .is_err()
     {
         repost(conn);
-        return Err(ENOMEM);
+        return Err(NoCall::Dropped);
     }
     for step in &steps[..nsteps] {
         let done = match *step {
@@ -186,7 +220,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
         };
         if done.is_err() {
             repost(conn);
-            return Err(EINVAL);
+            return Err(NoCall::Dropped);
         }
     }
     repost(conn);
@@ -218,7 +252,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
                 e.to_errno()
             );
             conn.close();
-            return Err(e);
+            return Err(NoCall::Dropped);
         }
     }
 
@@ -231,7 +265,7 @@ fn receive(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt, index: u16
             "connection {}: dropping a message that is not an RPC Call\n",
             conn.id
         );
-        return Err(EPROTO);
+        return Err(NoCall::Dropped);
     }
     rq.complete_receive(conn.xprt());
     Ok(total as usize)
@@ -244,7 +278,7 @@ fn reject(
     xid: u32,
     why: &str,
     repost: impl Fn(&Connection),
-) -> Result<usize> {
+) -> core::result::Result<usize, NoCall> {
     repost(conn);
     pr_warn_ratelimited!(
         "connection {}: cannot place the Call's read chunks ({}), answered with RDMA_ERROR\n",
@@ -255,6 +289,5 @@ fn reject(
         xid,
         reason: crate::proto::rpcrdma::header::ChunkError::TooManyReadSegments,
     };
-    let _ = sendto::send_error(conn, ctxt, &e);
-    Err(EPROTO)
+    Err(answer(conn, ctxt, &e))
 }

@@ -23,7 +23,7 @@ use super::{
     ctxt::{CallCtxt, MAX_WRITE_CHUNKS},
     recvfrom::LIMITS,
     rw,
-    sq::{post_and_wait, post_reply},
+    sq::post_reply,
 };
 use crate::{
     bindings,
@@ -204,13 +204,7 @@ fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Res
     } else {
         None
     };
-    ctxt.sync_send(total);
-    let sge = bindings::ib_sge {
-        addr: ctxt.send_dma,
-        length: total as u32,
-        lkey: res.pd.local_dma_lkey(),
-    };
-    ctxt.chain.send(&[sge], invalidate)?;
+    ctxt.send_inline(res.pd.local_dma_lkey(), total, invalidate)?;
     if !ctxt.maps.is_empty() {
         // The Writes read the Reply's memory until they complete.
         rq.take_reply_pages(&mut ctxt.pages)?;
@@ -218,21 +212,22 @@ fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Res
     Ok(len as usize)
 }
 
-/// Answers a Call whose header was refused with the RDMA_ERROR RFC 8166
-/// asks for (nothing for a message too short to have an XID).
-pub(super) fn send_error(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> Result {
+/// Builds in `ctxt` the RDMA_ERROR RFC 8166 asks for in answer to a Call
+/// whose header was refused. Returns whether there is one to send (none
+/// for a message too short to have an XID); the caller posts it like a
+/// Reply (`sq::post_reply`), so the nfsd thread does not wait for it.
+pub(super) fn build_error(
+    conn: &Connection,
+    ctxt: &mut CallCtxt,
+    err: &DecodeError,
+) -> Result<bool> {
     let res = conn.res().ok_or(ENOTCONN)?;
     let len = match encode_error_for(&mut ctxt.send_buf[..], err, conn.info.credits) {
         Ok(Some(len)) => len,
-        _ => return Ok(()),
-    };
-    ctxt.sync_send(len);
-    let sge = bindings::ib_sge {
-        addr: ctxt.send_dma,
-        length: len as u32,
-        lkey: res.pd.local_dma_lkey(),
+        _ => return Ok(false),
     };
     ctxt.chain.clear();
-    ctxt.chain.send(&[sge], None)?;
-    post_and_wait(conn, &mut ctxt.chain)
+    ctxt.maps.unmap_all();
+    ctxt.send_inline(res.pd.local_dma_lkey(), len, None)?;
+    Ok(true)
 }

@@ -11,10 +11,11 @@
 //! released early.
 //!
 //! Reads and invalidations are waited for ([`post_and_wait`]): nfsd needs
-//! their result. A Reply is not ([`post_reply`]): its context, holding the
-//! send buffer, the DMA mappings and the Reply's pages taken from nfsd,
-//! goes with the chain, and the last completion returns it to the pool, so
-//! the nfsd thread moves on to the next Call at once.
+//! their result. A Reply, or the RDMA_ERROR answering a refused Call, is
+//! not ([`post_reply`]): its context, holding the send buffer, the DMA
+//! mappings and the Reply's pages taken from nfsd, goes with the chain,
+//! and the last completion returns it to the pool, so the nfsd thread
+//! moves on to the next Call at once.
 //!
 //! The send queue has a fixed number of slots. A chain reserves its slots
 //! before posting (waiting while other RPCs hold them); each completion

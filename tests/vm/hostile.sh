@@ -19,6 +19,11 @@
 #                            sysfs checks; not part of any make target)
 #   HOSTILE_WAIT=20          seconds a message may go unanswered before it
 #                            counts as a hang (or a drop, where allowed)
+#   HOSTILE_PAUSE=5          seconds the well-behaved client rests between
+#                            its rounds (each writes and reads back 1 MiB):
+#                            it shows the mount serving correct data all
+#                            along without taking the emulated CPU the
+#                            hostile clients and the server need
 # Sourced by data.sh after these (lib.sh twice would reset its counters).
 if ! declare -F t_run >/dev/null; then
 	. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -44,10 +49,11 @@ conn_ids() {
 	return 0
 }
 
-# data_loop FILE: writes and reads back FILE on the mount until /tmp/hostile.run
-# goes; each round's result is a line in /tmp/hostile.rounds.
+# data_loop FILE: writes and reads back FILE on the mount, a round every
+# HOSTILE_PAUSE seconds, until /tmp/hostile.run goes; each round's result
+# is a line in /tmp/hostile.rounds.
 data_loop() {
-	local i=0
+	local i=0 p
 	while [ -e /tmp/hostile.run ]; do
 		i=$((i + 1))
 		if dd if=/tmp/hostile.src of="$1" bs=64k oflag=direct status=none &&
@@ -57,6 +63,10 @@ data_loop() {
 		else
 			echo "bad $i"
 		fi
+		for ((p = 0; p < ${HOSTILE_PAUSE:-5} * 2; p++)); do
+			[ -e /tmp/hostile.run ] || break
+			sleep 0.5
+		done
 	done >/tmp/hostile.rounds 2>&1
 }
 
@@ -87,7 +97,12 @@ hostile_test() {
 	# Its Calls all get an answer: WAIT bounds only a hang, never less than
 	# 20 s (a pipelined Call may queue behind a hundred others).
 	"$HOSTILE_VOL" -n "$vol" -k 4 -s "$HOSTILE_SEED" -t $((wait > 20 ? wait : 20)) -p 100000 "$ip" "$PORT" \
-		>/tmp/hostile_volume.out 2>&1 || vrc=$?
+		>/tmp/hostile_volume.out 2>&1 &
+	local vpid=$!
+	# Its progress lines (every 100,000) show on the console as they come.
+	tail -n +1 -f --pid=$vpid /tmp/hostile_volume.out |
+		grep -a --line-buffered '^hostile_volume: [0-9]* sent' >&"$HOSTILE_OUT" &
+	wait $vpid || vrc=$?
 	cat /tmp/hostile_volume.out
 	grep -a '^hostile_volume: seed' /tmp/hostile_volume.out >&"$HOSTILE_OUT" || true
 	rm -f /tmp/hostile.run

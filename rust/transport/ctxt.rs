@@ -11,9 +11,9 @@
 //! completions (`sq::post_reply`), which give it back, with the Reply's
 //! pages, once the device is done; so does one that carries the RDMA_ERROR
 //! answering a refused Call from `xpo_recvfrom`; otherwise
-//! `xpo_release_ctxt` gives it back. Steady state allocates nothing: a pool has one context per credit,
-//! and grows (to a bound) only for a client that sends more Calls than it
-//! was granted.
+//! `xpo_release_ctxt` gives it back. Steady state allocates nothing: a
+//! pool has one context per credit, and grows (to a bound) only for a
+//! client that sends more Calls than it was granted.
 
 use core::cell::UnsafeCell;
 

@@ -215,7 +215,7 @@ int svcrdma_rs_qp_to_error(struct ib_qp *qp)
 }
 
 #ifdef CONFIG_SVCRDMA_RS_BACKCHANNEL
-/* The NFSv4.1 backchannel's client transport (SVCRDMA_RS_BACKCHANNEL=y). */
+/* The NFSv4.1 backchannel's client transport (off only with SVCRDMA_RS_BACKCHANNEL=n). */
 
 void svcrdma_rs_rpc_xprt_set_bound(struct rpc_xprt *xprt)
 {

@@ -91,7 +91,7 @@ bool svcrdma_rs_param_debug_enabled(void);
 #ifdef CONFIG_SVCRDMA_RS_BACKCHANNEL
 /*
  * shims.c: the sunrpc client transport the NFSv4.1 backchannel registers
- * (built with SVCRDMA_RS_BACKCHANNEL=y only; bindings from
+ * (not built with SVCRDMA_RS_BACKCHANNEL=n; bindings from
  * include/bindings-backchannel.list).
  */
 #include <linux/sunrpc/xprt.h>

@@ -2,7 +2,7 @@
 
 //! Host build of the protocol crate: every optional part is built and
 //! tested here. In the kernel module, `--cfg svcrdma_rs_backchannel` comes
-//! from Kbuild, only with `SVCRDMA_RS_BACKCHANNEL=y`.
+//! from Kbuild unless `SVCRDMA_RS_BACKCHANNEL=n`.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(svcrdma_rs_backchannel)");

@@ -2,7 +2,7 @@
 
 //! Thin, safe wrappers over the sunrpc server-transport API
 //! (`linux/sunrpc/svc_xprt.h`, `svc.h`, `xdr.h`), and, for the NFSv4.1
-//! backchannel (`SVCRDMA_RS_BACKCHANNEL=y` only), over the client-transport
+//! backchannel (unless built with `SVCRDMA_RS_BACKCHANNEL=n`), over the client-transport
 //! API (`linux/sunrpc/xprt.h`).
 
 #[cfg(svcrdma_rs_backchannel)]

@@ -2,8 +2,9 @@
 
 //! The NFSv4.1 backchannel: nfsd's callbacks (CB_RECALL of delegations and
 //! the rest of the callback program) to a client over the client's own
-//! connection, the backward direction of RFC 8167. Built only with
-//! `SVCRDMA_RS_BACKCHANNEL=y` (Kconfig `SVCRDMA_RS_BACKCHANNEL`).
+//! connection, the backward direction of RFC 8167. Built in unless
+//! `SVCRDMA_RS_BACKCHANNEL=n` (Kconfig `SVCRDMA_RS_BACKCHANNEL`), which
+//! only the test that proves the backchannel tests uses.
 //!
 //! - Setup: nfsd builds its callback client on a session's connection
 //!   with the client transport whose identifier is the connection's class
@@ -189,6 +190,7 @@ unsafe fn bind(args: &bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> 
     // SAFETY: the module is live (sunrpc holds a reference on the class's
     // owner during `setup`); `destroy` puts this one.
     unsafe { bindings::__module_get(BC_CLASS.owner()) };
+    conn.backchannel_bound();
     pr_info_ratelimited!("connection {}: NFSv4.1 backchannel bound\n", conn.id);
     Ok(raw)
 }

@@ -24,7 +24,7 @@ use super::{
     ctxt::CallCtxt,
     frmr::FrmrPool,
     recv::RecvRing,
-    registry::{ConnAttrs, Registry},
+    registry::{ConnAttrs, ConnView, Registry},
 };
 use crate::{
     bindings,
@@ -98,7 +98,7 @@ pub(crate) struct Connection {
     /// Teardown has begun: completions and events must not touch sunrpc.
     dying: Atomic<bool>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
-    sysfs: SetOnce<Dir<ConnAttrs>>,
+    sysfs: SetOnce<Dir<ConnView>>,
     /// What sysfs and logs say about the connection.
     pub(crate) info: ConnAttrs,
     pub(crate) id: u64,
@@ -158,6 +158,14 @@ impl Connection {
         let dir = self.registry.add_connection(self.id, attrs)?;
         self.sysfs.populate(dir);
         Ok(())
+    }
+
+    /// A backchannel is bound to the connection: sysfs shows it.
+    #[cfg(svcrdma_rs_backchannel)]
+    pub(crate) fn backchannel_bound(&self) {
+        if let Some(dir) = self.sysfs.as_ref() {
+            dir.data().set_backchannel();
+        }
     }
 
     /// A receive completed: queue it for nfsd.

@@ -17,7 +17,7 @@
 //! - [`ctxt`]: the per-RPC context between them;
 //! - [`sq`]: posting work-request chains and waiting for them;
 //! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the
-//!   client's connection), only with `SVCRDMA_RS_BACKCHANNEL=y`.
+//!   client's connection), unless built with `SVCRDMA_RS_BACKCHANNEL=n`.
 
 mod accept;
 #[cfg(svcrdma_rs_backchannel)]

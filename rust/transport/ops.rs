@@ -38,11 +38,10 @@ static OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
 /// on a session's connection with the client transport whose identifier is
 /// this one plus `XPRT_TRANSPORT_BC`. That must not be the C transport's
 /// (`XPRT_TRANSPORT_RDMA`): rpcrdma.ko's backchannel would take our
-/// connection for one of its own. Unless the module is built with the
-/// backchannel (`SVCRDMA_RS_BACKCHANNEL=y`, [`super::backchannel`]), no
-/// client transport answers to this identifier, so nfsd's callback setup
-/// fails cleanly and it tells the client its callback path is down;
-/// sessions, and v4.1/v4.2 mounts, work without it.
+/// connection for one of its own. Our backchannel's class
+/// ([`super::backchannel`]) answers to it; in a module built without it
+/// (`SVCRDMA_RS_BACKCHANNEL=n`) none does, so nfsd's callback setup fails
+/// cleanly and it tells the client its callback path is down.
 const IDENT: i32 = bindings::XPRT_TRANSPORT_RDMA as i32 | 0x1_0000;
 
 /// The backchannel's client transport identifier: [`IDENT`] plus

@@ -159,33 +159,52 @@ impl ConnAttrs {
     }
 }
 
-impl Attrs for ConnAttrs {
+/// What `/sys/kernel/svcrdma_rs/connections/<id>/` shows: the set-up,
+/// fixed at accept, and whether a backchannel has been bound since.
+pub(crate) struct ConnView {
+    pub(crate) info: ConnAttrs,
+    /// nfsd bound an NFSv4.1 backchannel to the connection (set once).
+    backchannel: Atomic<bool>,
+}
+
+impl ConnView {
+    /// Records that a backchannel is bound.
+    #[cfg_attr(not(svcrdma_rs_backchannel), allow(dead_code))]
+    pub(crate) fn set_backchannel(&self) {
+        self.backchannel.store(true, Relaxed);
+    }
+}
+
+impl Attrs for ConnView {
     const FILES: &'static [(&'static CStr, ShowFn<Self>)] = &[
-        (c"peer", |c, w| match &c.peer {
+        (c"peer", |c, w| match &c.info.peer {
             Some(a) => write!(w, "{a}"),
             None => w.write_str("unknown"),
         }),
-        (c"device", |c, w| write!(w, "{}", c.device)),
-        (c"transport", |c, w| w.write_str(c.transport.name())),
-        (c"memreg", |c, w| w.write_str(c.model.name())),
+        (c"device", |c, w| write!(w, "{}", c.info.device)),
+        (c"transport", |c, w| w.write_str(c.info.transport.name())),
+        (c"memreg", |c, w| w.write_str(c.info.model.name())),
         (c"client_send_size", |c, w| {
-            write!(w, "{}", c.client.send_size)
+            write!(w, "{}", c.info.client.send_size)
         }),
         (c"client_recv_size", |c, w| {
-            write!(w, "{}", c.client.recv_size)
+            write!(w, "{}", c.info.client.recv_size)
         }),
         (c"client_remote_invalidate", |c, w| {
-            write!(w, "{}", u8::from(c.client.remote_invalidate))
+            write!(w, "{}", u8::from(c.info.client.remote_invalidate))
         }),
         (c"remote_invalidate", |c, w| {
-            write!(w, "{}", u8::from(c.remote_invalidate()))
+            write!(w, "{}", u8::from(c.info.remote_invalidate()))
         }),
-        (c"credits", |c, w| write!(w, "{}", c.credits)),
-        (c"frmr_pool", |c, w| write!(w, "{}", c.frmr_pool)),
+        (c"credits", |c, w| write!(w, "{}", c.info.credits)),
+        (c"frmr_pool", |c, w| write!(w, "{}", c.info.frmr_pool)),
+        (c"backchannel", |c, w| {
+            write!(w, "{}", u8::from(c.backchannel.load(Relaxed)))
+        }),
     ];
 
     fn ktype() -> &'static KType<Self> {
-        sysfs_ktype!(ConnAttrs)
+        sysfs_ktype!(ConnView)
     }
 }
 
@@ -290,8 +309,12 @@ impl Registry {
     }
 
     /// Creates `connections/<id>/`.
-    pub(crate) fn add_connection(&self, id: u64, attrs: ConnAttrs) -> Result<Dir<ConnAttrs>> {
+    pub(crate) fn add_connection(&self, id: u64, info: ConnAttrs) -> Result<Dir<ConnView>> {
         let name = CString::try_from_fmt(fmt!("{id}"))?;
-        Dir::new(&self.conns_dir, &name, attrs)
+        let view = ConnView {
+            info,
+            backchannel: Atomic::new(false),
+        };
+        Dir::new(&self.conns_dir, &name, view)
     }
 }

@@ -1,35 +1,65 @@
 #!/bin/bash
-# The NFSv4.1 backchannel suite (runs inside the VM): svcrdma_rs built with
-# SVCRDMA_RS_BACKCHANNEL=y serves NFSv4.1 and v4.2 mounts over soft-RoCE;
-# nfsd's callback path to the client is UP, and nfsd recalls a file
-# delegation (a local write in the export) and a directory delegation (a
-# local unlink in it) over the RDMA connection within RECALL_SECS, twice
-# per mount. Without a backchannel nfsd reports the callback path DOWN and
-# a directory delegation cannot be recalled (the unlink waits until nfsd
-# revokes it): with a module built without the switch this suite fails.
-# Then umount, nfsd stop, and rmmod with no kernel report.
+# The NFSv4.1 backchannel suite (runs inside the VM): svcrdma_rs serves
+# NFSv4.1 and v4.2 mounts over soft-RoCE and soft-iWARP, under each memory
+# model, and nfsd's callbacks to the client travel back over the client's
+# RDMA connection (RFC 8167):
+#   - nfsd shows the callback path UP, and sysfs shows the backchannel
+#     bound on the mount's connection;
+#   - a local write to a file the client holds a delegation on, and a local
+#     unlink and create in a directory it holds a delegation on, each
+#     finish within RECALL_SECS: nfsd recalled the delegation and the
+#     client returned it;
+#   - on the first configuration also: another client (its own network
+#     and UTS namespaces, its own client id, over TCP) creating in a
+#     directory the first holds a delegation on; recalls under fio load on
+#     the same mount; recalls after the connection is killed (the RDMA
+#     device deleted and re-added: the client reconnects and binds its
+#     session's backchannel again); the hostile backward-direction client
+#     (tests/vm/hostile-bc.sh), when present;
+#   - then umount, nfsd stop and rmmod, each with recalls in flight: no
+#     hang, no kernel report, no connection left (scripts/vm-run scans
+#     kmemleak after the suite and fails the run on a leak).
+# Each recall's time is printed ("recall: ...").
 #
-# Not in make check's list: `tests/vm/run backchannel` builds the module
-# with the switch on in build/backchannel/ (a copy of the sources) and runs
-# this suite on it.
+# PROFILE=off runs a short subset against a module built without the
+# backchannel (SVCRDMA_RS_BACKCHANNEL=n), where it must fail: the callback
+# path stays DOWN, no file delegation is granted, and an unlink in a
+# directory delegated to the client waits for a recall that cannot happen.
+# tests/vm/run backchannel-off runs it and passes only if those fail.
 #
 # Environment:
-#   KO=PATH          the module (default: build/backchannel/svcrdma_rs.ko)
-#   VERSIONS="4.1 4.2"  NFS versions mounted, one after the other
-#   ROUNDS=2         recalls of each kind per mount
-#   RECALL_SECS=10   how long a recall may take
+#   KO=PATH          the module (default: svcrdma_rs.ko of this tree)
+#   PROFILE=check|off
+#   CONFIGS="rxe:frmr:4.1 rxe:dma_mr:4.2 siw:frmr:4.2 siw:dma_mr:4.1"
+#                    device:memory model:NFS version, one mount each
+#   RECALL_SECS=5    how long a recalled operation may take
+#   RECALL_BOUND=30  when a stalled operation is given up (then it fails)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
+HOSTILE_BC=$(dirname "$0")/hostile-bc.sh
+# shellcheck source=/dev/null
+[ -f "$HOSTILE_BC" ] && . "$HOSTILE_BC"
 
-KO=${KO:-$ROOT/build/backchannel/svcrdma_rs.ko}
-VERSIONS=${VERSIONS:-4.1 4.2}
-ROUNDS=${ROUNDS:-2}
-RECALL_SECS=${RECALL_SECS:-10}
+KO=${KO:-$ROOT/svcrdma_rs.ko}
+PROFILE=${PROFILE:-check}
+if [ "$PROFILE" = off ]; then
+	CONFIGS=${CONFIGS:-rxe:frmr:4.2}
+fi
+CONFIGS=${CONFIGS:-rxe:frmr:4.1 rxe:dma_mr:4.2 siw:frmr:4.2 siw:dma_mr:4.1}
+RECALL_SECS=${RECALL_SECS:-5}
+RECALL_BOUND=${RECALL_BOUND:-30}
 NAME=rdma_rs
 PORT=20049
 MNT=/mnt/bc
 EXP=$NFS_EXPORT
+S=/sys/kernel/svcrdma_rs
+# The second client: network namespace, its end of the veth pair, addresses.
+NS=bc2
+NS_SRV=10.77.0.1 NS_CLI=10.77.0.2
+# The suite's own output (t_run shows a test's output only when it fails;
+# the recall times are wanted either way).
+exec {BC_OUT}>&1
 
 # Every nfsd client's states (delegations show as "type: deleg").
 states() { cat /proc/fs/nfsd/clients/*/states 2>/dev/null || true; }
@@ -37,11 +67,13 @@ states() { cat /proc/fs/nfsd/clients/*/states 2>/dev/null || true; }
 # grep -q in these pipelines: a reader that stops early fails the writer.)
 has_deleg() { states | grep 'type: deleg' | grep -F "/$1\"" >/dev/null; }
 
-# cb_state MINOR: the callback state of the client with that minor
-# version (empty if none).
+# cb_state MINOR: the callback state of the newest client (highest id)
+# with that minor version (empty if none).
 cb_state() {
-	local f minor state
+	local f minor state id max=-1 out=
 	for f in /proc/fs/nfsd/clients/*/info; do
+		id=${f%/info} id=${id##*/}
+		[[ $id =~ ^[0-9]+$ ]] && ((id > max)) || continue
 		minor= state=
 		while IFS= read -r l; do
 			case $l in
@@ -49,9 +81,19 @@ cb_state() {
 			"callback state: "*) state=${l#callback state: } ;;
 			esac
 		done <"$f" 2>/dev/null
-		[ "$minor" = "$1" ] && { echo "$state"; return 0; }
+		[ "$minor" = "$1" ] && out=$state max=$id
 	done
-	return 0
+	echo "$out"
+}
+
+# newest_conn: the id of the newest svcrdma_rs connection (in REPLY).
+newest_conn() {
+	local c n max=0
+	for c in $S/connections/*; do
+		n=${c##*/}
+		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
+	done
+	REPLY=$max
 }
 
 # timed SECS CMD...: runs CMD with a bound of SECS; ELAPSED_US is how long
@@ -69,97 +111,277 @@ timed() {
 # within SECS: the last timed command took less than SECS seconds.
 within() { ((ELAPSED_US < $1 * 1000000)); }
 
-t_setup() {
-	[ -f "$KO" ] || fail "no module at $KO (tests/vm/run backchannel builds it)"
-	rdma_add rxe rxe0
-	modprobe -a sunrpc rdma_cm nfsd
-	dmesg_mark
-	insmod "$KO" xprt_name=$NAME || fail "insmod $KO failed"
-	nfsd_prepare
-	nfsd_listen $NAME $PORT || fail "no $NAME listener"
-	nfsd_listen tcp 2049 || fail "no tcp listener"
-	nfsd_start 8
+# recalled WHAT RC: judges the timed operation WHAT that needed a recall
+# (RC its status) and prints its time.
+recalled() {
+	echo "recall: $TAG $1 took ${ELAPSED} s" >&"$BC_OUT"
+	[ "$2" = 0 ] || fail "$1 failed or stalled (status $2, ${ELAPSED} s)"
+	within "$RECALL_SECS" || fail "$1 waited ${ELAPSED} s for the recall (limit ${RECALL_SECS} s)"
 }
 
-# The module registered its backchannel's client transport class (sunrpc
-# logs each one).
-t_class_registered() {
-	dmesg_since_mark | grep 'Registered svcrdma_rs backchannel transport module' >/dev/null ||
-		fail "no 'Registered svcrdma_rs backchannel transport module' in the log: is $KO built with SVCRDMA_RS_BACKCHANNEL=y?"
+# cb_note: says, for a failure message, whether the callback path is UP.
+cb_note() { echo "callback state of the v$VERS client: '$(cb_state "${VERS#4.}")'"; }
+
+# The server on device DEV (rxe or siw) with memory model MODEL. The model
+# is a run-time parameter (new connections); a device change restarts nfsd.
+server_up() {
+	local dev=$1 model=$2
+	if [ ! -d /sys/class/infiniband/${dev}0 ]; then
+		nfsd_stop
+		rdma_del rxe0
+		rdma_del siw0
+		rdma_add "$dev" "${dev}0"
+	fi
+	if [ ! -d /sys/module/svcrdma_rs ]; then
+		[ -f "$KO" ] || fail "no module at $KO"
+		insmod "$KO" xprt_name=$NAME || fail "insmod $KO failed"
+	fi
+	# A DMA MR on iWARP exposes all server memory: allowed here, for the test.
+	echo always >/sys/module/svcrdma_rs/parameters/dma_mr
+	echo "$model" >/sys/module/svcrdma_rs/parameters/memreg
+	if ! grep -q "^$NAME " /proc/fs/nfsd/portlist 2>/dev/null; then
+		nfsd_prepare
+		nfsd_listen $NAME $PORT || fail "no $NAME listener"
+		grep -q "^tcp " /proc/fs/nfsd/portlist || nfsd_listen tcp 2049 || fail "no tcp listener"
+		nfsd_start 8
+	fi
+}
+
+t_setup() {
+	modprobe -a sunrpc rdma_cm nfsd rpcrdma
+	mkdir -p $MNT /mnt/bc2
+	dmesg_mark
 }
 
 t_mount() {
-	nfs_mount "vers=$1,proto=rdma,port=$PORT,actimeo=1" $MNT || fail "mount -o vers=$1 failed"
+	server_up "$DEV" "$MODEL"
+	nfs_mount "vers=$VERS,proto=rdma,port=$PORT,actimeo=1" $MNT || fail "mount -o vers=$VERS failed"
+	newest_conn
+	CONN=$REPLY
+	[ "$CONN" -gt 0 ] || fail "no svcrdma_rs connection for the mount"
+	echo "$CONN" >/tmp/bc.conn
+	local want=$MODEL
+	[ "$want" = dma_mr ] && [ "$DEV" = siw ] && want=dma_mr_remote_write
+	rd $S/connections/$CONN/memreg
+	[ "$REPLY" = "$want" ] || fail "connection $CONN memreg=$REPLY, want $want"
+	rd $S/connections/$CONN/device
+	[ "$REPLY" = "${DEV}0" ] || fail "connection $CONN on $REPLY, want ${DEV}0"
 }
 
-# nfsd probes the callback path with CB_NULL over the backchannel: UP
-# means a backward Call went out and its Reply came back.
-t_callback_up() {
-	local minor=${1#4.} i st
-	for ((i = 0; i < 40; i++)); do
-		st=$(cb_state "$minor")
+# wait_callback_up SECS: the v$VERS client's callback path is UP within SECS
+# (nfsd probes it with CB_NULL: a backward Call went out and its Reply
+# came back), and the mount's connection shows its backchannel in sysfs.
+wait_callback_up() {
+	local i st conn
+	for ((i = 0; i < $1 * 2; i++)); do
+		st=$(cb_state "${VERS#4.}")
 		[ "$st" = UP ] && break
+		# The client notices a lost backchannel on its next SEQUENCE.
+		stat $MNT >/dev/null 2>&1 || true
 		nap 0.5
 	done
 	grep -H . /proc/fs/nfsd/clients/*/info | grep -E 'minor version|callback' || true
-	[ "$st" = UP ] || fail "callback state of the v$1 client: '${st:-no client}', want UP"
-	dmesg | grep 'NFSv4.1 backchannel bound' >/dev/null || fail "no 'NFSv4.1 backchannel bound' in the log"
+	[ "$st" = UP ] || fail "callback state of the v$VERS client: '${st:-no client}', want UP"
+	newest_conn
+	conn=$REPLY
+	rd $S/connections/$conn/backchannel
+	[ "$REPLY" = 1 ] || fail "connection $conn: sysfs backchannel=$REPLY, want 1"
 }
 
-# A file the client holds open for reading gets a delegation; a local
-# write to it must wait for nfsd's recall and the client's DELEGRETURN.
-t_file_recall() {
-	local v=$1 r=$2 f i
-	f=f$v.$r
-	[ "$(cb_state "${v#4.}")" = UP ] || fail "callback path not UP: no recall can work"
+t_callback_up() {
+	wait_callback_up 20
+	dmesg_since_mark | grep 'NFSv4.1 backchannel bound' >/dev/null ||
+		fail "no 'NFSv4.1 backchannel bound' in the log"
+}
+
+# deleg_file F: a file the client holds open for reading gets a delegation
+# (nfsd grants one only while the callback path is UP). Leaves fd 7 open.
+deleg_file() {
+	local f=$1 i
 	echo data >"$EXP/$f"
 	exec 7<"$MNT/$f"
 	for ((i = 0; i < 20; i++)); do
-		has_deleg "$f" && break
+		has_deleg "$f" && return 0
 		nap 0.5
 	done
-	has_deleg "$f" || { exec 7<&-; states; fail "no delegation granted on $f"; }
-	echo "delegation on $f: $(states | grep -F "/$f\"")"
-	local rc=0
-	timed 60 sh -c "echo more >>'$EXP/$f'" || rc=$?
 	exec 7<&-
-	[ $rc = 0 ] || fail "the local write of $f failed or hung (status $rc, ${ELAPSED} s)"
-	echo "local write of $f took ${ELAPSED} s"
-	within "$RECALL_SECS" || fail "the local write of $f waited ${ELAPSED} s for the recall (limit ${RECALL_SECS} s)"
-	! has_deleg "$f" || fail "the delegation on $f is still there after the recall"
+	states
+	fail "no delegation granted on $f ($(cb_note))"
 }
 
-# The client asks for a directory delegation when it revalidates a
-# directory it has looked at; a local unlink in it must wait for the recall.
-t_dir_recall() {
-	local v=$1 r=$2 d i
-	d=d$v.$r
-	[ "$(cb_state "${v#4.}")" = UP ] || fail "callback path not UP: no recall can work"
-	mkdir "$EXP/$d"
+# deleg_dir D: the client asks for a directory delegation when it
+# revalidates a directory it has looked at.
+deleg_dir() {
+	local d=$1 i
+	mkdir -p "$EXP/$d"
 	echo x >"$EXP/$d/x"
 	for ((i = 0; i < 30; i++)); do
 		ls -l "$MNT/$d" >/dev/null
 		stat "$MNT/$d" >/dev/null
-		has_deleg "$d" && break
+		has_deleg "$d" && return 0
 		nap 0.5
 	done
-	has_deleg "$d" || { states; fail "no directory delegation granted on $d"; }
-	echo "delegation on $d: $(states | grep -F "/$d\"")"
-	local rc=0
-	timed 60 rm "$EXP/$d/x" || rc=$?
-	[ $rc = 0 ] || fail "the local unlink in $d failed or hung (status $rc, ${ELAPSED} s)"
-	echo "local unlink in $d took ${ELAPSED} s"
-	within "$RECALL_SECS" || fail "the local unlink in $d waited ${ELAPSED} s for the recall (limit ${RECALL_SECS} s)"
+	states
+	fail "no directory delegation granted on $d ($(cb_note))"
+}
+
+# A local write to a delegated file waits for the recall and DELEGRETURN.
+t_file_recall() {
+	local f=f.$TAG.$1 rc=0
+	deleg_file "$f"
+	echo "delegation on $f: $(states | grep -F "/$f\"")"
+	timed "$RECALL_BOUND" sh -c "echo more >>'$EXP/$f'" || rc=$?
+	exec 7<&-
+	recalled "local write to a delegated file" $rc
+	! has_deleg "$f" || fail "the delegation on $f is still there after the recall"
+}
+
+# A local unlink in a delegated directory, and a local create in another
+# (nfsd grants no new delegation on an object it recalled one from lately).
+t_dir_recall() {
+	local d=d.$TAG.$1 rc=0
+	deleg_dir "$d.u"
+	echo "delegation on $d.u: $(states | grep -F "/$d.u\"")"
+	timed "$RECALL_BOUND" rm "$EXP/$d.u/x" || rc=$?
+	recalled "local unlink in a delegated directory" $rc
+	! has_deleg "$d.u" || fail "the delegation on $d.u is still there after the recall"
+	deleg_dir "$d.c"
+	timed "$RECALL_BOUND" touch "$EXP/$d.c/new" || rc=$?
+	recalled "local create in a delegated directory" $rc
+	! has_deleg "$d.c" || fail "the delegation on $d.c is still there after the recall"
+}
+
+# The second client: network namespace $NS, a veth pair to this one, and
+# its own hostname (the NFS client id is made from it).
+t_second_client_setup() {
+	ip netns add $NS
+	ip link add bc2h type veth peer name bc2c
+	ip link set bc2c netns $NS
+	ip addr add $NS_SRV/24 dev bc2h
+	ip link set bc2h up
+	ip netns exec $NS ip addr add $NS_CLI/24 dev bc2c
+	ip netns exec $NS ip link set bc2c up
+	ip netns exec $NS ip link set lo up
+	wait_for 10 ip netns exec $NS ping -c 1 -W 1 $NS_SRV || fail "no route from namespace $NS to $NS_SRV"
+}
+
+# Another client (own client id, over TCP) creates in a directory the
+# first holds a delegation on: nfsd recalls it over the RDMA backchannel.
+t_second_client() {
+	local d=d2.$TAG rc=0 out
+	deleg_dir "$d"
+	out=$(ip netns exec $NS unshare --uts bash -c '
+		hostname svcrdma-bc-client2
+		mount -t nfs -o vers=4.2,proto=tcp '$NS_SRV':/ /mnt/bc2 || exit 90
+		t0=${EPOCHREALTIME/./}
+		timeout '"$RECALL_BOUND"' touch /mnt/bc2/'"$d"'/from-client2
+		rc=$?
+		echo "elapsed_us $((${EPOCHREALTIME/./} - t0))"
+		umount /mnt/bc2
+		exit $rc' 2>&1) || rc=$?
+	echo "$out"
+	[ $rc != 90 ] || fail "the second client's mount failed"
+	ELAPSED_US=$(echo "$out" | awk '/^elapsed_us/ { print $2 }')
+	[ -n "$ELAPSED_US" ] || fail "no time from the second client"
+	ELAPSED=$(printf '%d.%03d' $((ELAPSED_US / 1000000)) $((ELAPSED_US % 1000000 / 1000)))
+	recalled "another client's create in a delegated directory" $rc
+	[ -e "$EXP/$d/from-client2" ] || fail "the second client's file is not in the export"
 	! has_deleg "$d" || fail "the delegation on $d is still there after the recall"
+}
+
+# Recalls while fio writes and reads on the same mount.
+t_recall_under_load() {
+	local fpid rc=0
+	fio --name=bcload --directory=$MNT --rw=randrw --bs=64k --size=4m --direct=1 \
+		--ioengine=psync --numjobs=2 --time_based --runtime=60 --output=/tmp/bc.fio >/dev/null 2>&1 &
+	fpid=$!
+	nap 5
+	kill -0 $fpid 2>/dev/null || { cat /tmp/bc.fio; fail "fio ended early"; }
+	t_file_recall load
+	t_dir_recall load
+	kill -0 $fpid 2>/dev/null || { cat /tmp/bc.fio; fail "fio ended before the recalls did: no load"; }
+	wait $fpid || rc=$?
+	[ $rc = 0 ] || { cat /tmp/bc.fio; fail "fio failed (status $rc)"; }
+	grep -E 'READ:|WRITE:' /tmp/bc.fio || true
+}
+
+# The connection killed (its RDMA device deleted and re-added): the client
+# reconnects, binds its session's backchannel again, and recalls work.
+t_recall_after_reconnect() {
+	local old
+	old=$(cat /tmp/bc.conn)
+	timeout 120 rdma link delete "${DEV}0" || fail "rdma link delete ${DEV}0 did not complete"
+	rdma_add "$DEV" "${DEV}0"
+	# Any I/O makes the client reconnect.
+	timeout 120 ls $MNT >/dev/null || fail "the mount did not come back"
+	wait_callback_up 90
+	newest_conn
+	[ "$REPLY" -gt "$old" ] || fail "no new connection after the reconnect (newest $REPLY, old $old)"
+	echo "connection $old replaced by $REPLY"
+	t_file_recall reconnect
+	t_dir_recall reconnect
+}
+
+# in_flight N: N local writes to delegated files started at once (each
+# needs a recall); their pids in INFLIGHT.
+in_flight() {
+	local i f
+	INFLIGHT=()
+	for ((i = 0; i < $1; i++)); do
+		f=fl.$TAG.$i
+		echo data >"$EXP/$f"
+		cat "$MNT/$f" >/dev/null
+	done
+	for ((i = 0; i < $1; i++)); do
+		sh -c "echo more >>'$EXP/fl.$TAG.$i'" &
+		INFLIGHT+=($!)
+	done
+}
+
+# wait_in_flight WHAT: the writers started by in_flight all finish (nfsd gives
+# up a recall when the client or nfsd goes away) within RECALL_BOUND.
+wait_in_flight() {
+	local p i alive
+	for ((i = 0; i < RECALL_BOUND * 2; i++)); do
+		alive=0
+		for p in "${INFLIGHT[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && return 0
+		nap 0.5
+	done
+	fail "local writes still waiting ${RECALL_BOUND} s after $1"
 }
 
 t_umount() {
 	timeout 120 umount $MNT || { sleep 2; timeout 60 umount $MNT; } || fail "umount failed"
 }
 
-# Stopping nfsd closes every connection; sunrpc destroys each backchannel
-# after its last reference (from a work item), and each holds a module
-# reference until then: rmmod may have to wait for that, briefly.
+# umount while recalls are in flight.
+t_umount_in_flight() {
+	in_flight 6
+	t_umount
+	wait_in_flight umount
+}
+
+# nfsd stop with recalls in flight: every connection goes.
+t_nfsd_stop_in_flight() {
+	server_up "$DEV" "$MODEL"
+	nfs_mount "vers=$VERS,proto=rdma,port=$PORT" $MNT || fail "mount failed"
+	wait_callback_up 20
+	in_flight 6
+	timeout 120 sh -c 'echo 0 >/proc/fs/nfsd/threads' || fail "stopping nfsd did not complete within 120 s"
+	wait_in_flight "nfsd stop"
+	local i
+	for ((i = 0; i < 120; i++)); do
+		newest_conn
+		[ "$REPLY" = 0 ] && break
+		nap 0.5
+	done
+	[ "$REPLY" = 0 ] || fail "connection $REPLY still in sysfs 60 s after nfsd stopped"
+	timeout 60 umount -f -l $MNT || fail "umount after nfsd stop failed"
+}
+
+# rmmod once nfsd is stopped. Each backchannel holds a module reference
+# until sunrpc destroys it (from a work item), so rmmod may wait briefly.
 t_rmmod() {
 	nfsd_stop
 	local i
@@ -170,18 +392,38 @@ t_rmmod() {
 	[ ! -d /sys/module/svcrdma_rs ] || fail "rmmod svcrdma_rs failed: refcount $(cat /sys/module/svcrdma_rs/refcnt)"
 	dmesg_clean_since_mark
 	rdma_del rxe0
+	rdma_del siw0
 }
 
 t_run setup t_setup
-t_run backchannel_class_registered t_class_registered
-for v in $VERSIONS; do
-	t_run "mount_v$v" t_mount "$v"
-	t_run "callback_up_v$v" t_callback_up "$v"
-	for ((r = 1; r <= ROUNDS; r++)); do
-		t_run "file_delegation_recall_v${v}_$r" t_file_recall "$v" "$r"
-		t_run "dir_delegation_recall_v${v}_$r" t_dir_recall "$v" "$r"
-	done
-	t_run "umount_v$v" t_umount
+first=1
+for cfg in $CONFIGS; do
+	IFS=: read -r DEV MODEL VERS <<<"$cfg"
+	TAG=${DEV}_${MODEL}_v$VERS
+	t_run "${TAG}_mount" t_mount
+	t_run "${TAG}_callback_up" t_callback_up
+	t_run "${TAG}_file_recall" t_file_recall 1
+	t_run "${TAG}_dir_recall" t_dir_recall 1
+	if [ $first = 1 ]; then
+		t_run second_client_setup t_second_client_setup
+		t_run "${TAG}_second_client_create" t_second_client
+		if [ "$PROFILE" != off ]; then
+			t_run "${TAG}_recall_under_fio" t_recall_under_load
+			t_run "${TAG}_recall_after_reconnect" t_recall_after_reconnect
+			if declare -F hostile_bc_test >/dev/null; then
+				t_run "${TAG}_hostile_backchannel" hostile_bc_test
+			fi
+			t_run "${TAG}_umount_with_recalls_in_flight" t_umount_in_flight
+		else
+			t_run "${TAG}_umount" t_umount
+		fi
+		first=0
+	else
+		t_run "${TAG}_umount" t_umount
+	fi
 done
+if [ "$PROFILE" != off ]; then
+	t_run "${TAG}_nfsd_stop_with_recalls_in_flight" t_nfsd_stop_in_flight
+fi
 t_run rmmod_clean t_rmmod
 t_summary

@@ -13,8 +13,8 @@
 //! that word: both directions use the same transport header (RFC 8167
 //! section 4.1), and the Reply's XID is the one of our Call.
 //!
-//! Built into the kernel module only with its backchannel switch
-//! (`SVCRDMA_RS_BACKCHANNEL=y`); always in the host crate.
+//! Built into the kernel module unless its backchannel is switched off
+//! (`SVCRDMA_RS_BACKCHANNEL=n`); always in the host crate.
 
 use super::header::{Header, Proc, RDMA_MSG, VERSION};
 use super::xdr::Writer;

@@ -24,8 +24,8 @@
 //! - [`chunk`]: the views of a validated header's segments and chunk lists.
 //! - [`encode`]: reply headers and error reports.
 //! - `backward`: the backward direction (RFC 8167), for the NFSv4.1
-//!   backchannel; only in a module built with `SVCRDMA_RS_BACKCHANNEL=y`
-//!   (the host crate always has it).
+//!   backchannel; in the module unless it is built with
+//!   `SVCRDMA_RS_BACKCHANNEL=n` (the host crate always has it).
 
 #[cfg(svcrdma_rs_backchannel)]
 pub mod backward;

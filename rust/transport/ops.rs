@@ -51,8 +51,13 @@ pub(super) const BC_IDENT: i32 = IDENT | i32::MIN;
 
 /// Registers the class under the `xprt_name` parameter.
 ///
-/// If the name is taken, loading fails with one line that says how to pick
-/// another (the kernel's own `rpcrdma.ko` registers `rdma`).
+/// If the name is taken, loading fails with one line that says what to do.
+/// The usual holder of `rdma` is the kernel's own `rpcrdma.ko` (the NFS/RDMA
+/// client and the C server), loaded before us: unloading it and loading us
+/// first (which the `softdep` in `modprobe/svcrdma_rs.conf`, installed
+/// by `make install`, does on every later load) gives us the name and
+/// leaves its client working; another name is the way out when it cannot
+/// be unloaded.
 pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration> {
     let name = params::xprt_name()?;
     CLASS
@@ -64,9 +69,16 @@ pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration
             IDENT,
         )
         .inspect_err(|e| {
-            if *e == EEXIST {
+            if *e != EEXIST {
+                return;
+            }
+            if name.to_bytes() == b"rdma" {
                 pr_err!(
-                    "transport name \"{}\" is already registered (rpcrdma.ko registers \"rdma\"): load with xprt_name=<another name>, e.g. \"modprobe svcrdma_rs xprt_name=rdma_rs\", and write that name to /proc/fs/nfsd/portlist\n",
+                    "transport name \"rdma\" is already registered, by rpcrdma.ko (the C transport) if it is loaded: \"rmmod rpcrdma\" (needs no NFS/RDMA mount and no rdma listener), then \"modprobe svcrdma_rs\"; /etc/modprobe.d/svcrdma_rs.conf (make install) makes every later load of rpcrdma load svcrdma_rs first; or load with xprt_name=<another name>, e.g. \"modprobe svcrdma_rs xprt_name=rdma_rs\", and write that name to /proc/fs/nfsd/portlist\n"
+                );
+            } else {
+                pr_err!(
+                    "transport name \"{}\" is already registered: load with xprt_name=<another name> and write that name to /proc/fs/nfsd/portlist\n",
                     name
                 );
             }

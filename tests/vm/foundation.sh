@@ -96,6 +96,7 @@ t_name_taken() {
 	[ "$(echo "$line" | grep -c .)" = 1 ] || fail "expected exactly one log line, got: $line"
 	echo "$line" | grep -q 'transport name "rdma" is already registered' || fail "the line does not say the name is taken"
 	echo "$line" | grep -q 'xprt_name=' || fail "the line does not say how to choose another name"
+	echo "$line" | grep -q 'rmmod rpcrdma' || fail "the line does not say how to take the name from rpcrdma"
 	# Loading twice: the second load is refused, the first keeps working.
 	insmod "$KO" xprt_name=$NAME || fail "insmod under $NAME failed"
 	if insmod "$KO" xprt_name=other 2>/dev/null; then

@@ -8,6 +8,12 @@
 #include "svcrdma_rs.h"
 #include "callbacks.h"
 
+/* From Kbuild: git describe of the source tree, or its VERSION file. */
+#ifndef SVCRDMA_RS_VERSION
+#define SVCRDMA_RS_VERSION "unknown"
+#endif
+MODULE_VERSION(SVCRDMA_RS_VERSION);
+
 #ifndef CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT
 #define CONFIG_SVCRDMA_RS_DMA_MR_DEFAULT "ib_only"
 #endif
@@ -15,7 +21,7 @@
 static char *xprt_name = "rdma";
 module_param(xprt_name, charp, 0444);
 MODULE_PARM_DESC(xprt_name,
-		 "Name of the RPC transport class to register, as written to /proc/fs/nfsd/portlist (default: rdma; use another name when rpcrdma.ko, which registers \"rdma\", is loaded)");
+		 "Name of the RPC transport class to register, as written to /proc/fs/nfsd/portlist (default: rdma, the name nfs-utils and nfsd ask for; rpcrdma.ko registers it too: load svcrdma_rs first, as /etc/modprobe.d/svcrdma_rs.conf from make install does, or choose another name)");
 
 const char *svcrdma_rs_param_xprt_name(void)
 {

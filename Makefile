@@ -14,6 +14,12 @@
 #   make bench-proto   host micro-benchmarks of the rust/proto codecs
 #   make vm-test    the VM test suite (needs the module built)
 #   make vm-test-data  the full-size data-path suites (data, data-c)
+#   make install    svcrdma_rs.ko (built) into /lib/modules/<KDIR's release>/
+#                   updates/, /etc/modprobe.d/svcrdma_rs.conf, depmod
+#                   (DESTDIR=DIR or INSTALL_MOD_PATH=DIR: a scratch root)
+#   make uninstall  removes both again, depmod
+#   make dkms-add   a clean copy in /usr/src/svcrdma_rs-<VERSION> and
+#                   dkms add (then: dkms build/install svcrdma_rs/<VERSION>)
 #   make hostile    the hostile RPC-over-RDMA client at full count (1,000,000
 #                   mutated messages), the fault suite at full count and the
 #                   private data of every length, one VM each
@@ -46,7 +52,8 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile check demo clean
+.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile check demo clean \
+	install uninstall dkms-add
 
 all: module
 
@@ -63,6 +70,23 @@ module:
 
 kernel:
 	@$(ROOT)/scripts/build-kernel --flavor test
+
+# The release the module is built for (KDIR's); scripts/install checks the
+# module's vermagic against it.
+KRELEASE ?= $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+INSTALL_ROOT = $(or $(DESTDIR),$(INSTALL_MOD_PATH))
+
+install:
+	@[ -n "$(KRELEASE)" ] || { echo "no kernel release in $(KDIR)/include/config/kernel.release (KDIR=...)" >&2; exit 1; }
+	$(ROOT)/scripts/install install --root "$(INSTALL_ROOT)" --krel $(KRELEASE) $(ROOT)/svcrdma_rs.ko
+
+uninstall:
+	@[ -n "$(KRELEASE)" ] || { echo "no kernel release in $(KDIR)/include/config/kernel.release (KDIR=...)" >&2; exit 1; }
+	$(ROOT)/scripts/install uninstall --root "$(INSTALL_ROOT)" --krel $(KRELEASE)
+
+dkms-add:
+	$(ROOT)/scripts/dkms-src
+	dkms add svcrdma_rs/$(shell head -n 1 $(ROOT)/VERSION)
 
 bootstrap:
 	$(ROOT)/scripts/bootstrap

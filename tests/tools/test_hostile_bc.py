@@ -482,6 +482,16 @@ class Judgement(unittest.TestCase):
         s.cur = None
         self.assertFalse(s.on_message(test_hostile.err_chunk(0xDEAD)))  # left to hostile: no call
 
+    def test_a_short_message_s_answer_is_not_taken_for_an_earlier_case_s(self):
+        # A 3-byte message's answer may carry an XID made of its bytes and
+        # the padding: that of an earlier case, which must not be blamed.
+        s = suite(FakeClient())
+        s.hx[XID] = self.case("version_0x2")
+        s.cur = self.case("truncated_header_3")
+        self.assertTrue(s.on_message(test_hostile.err_chunk(XID)))
+        self.assertEqual(s.n["mismatches"], 0)
+        self.assertEqual(s.cur.answers, [H.ERRC])
+
     def test_backward_calls_are_taken_and_auto_answered(self):
         s = suite(FakeClient())
         self.assertTrue(s.on_message(cb_call(XID)))

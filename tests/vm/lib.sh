@@ -27,6 +27,8 @@ t_run() {
 	local rc=$?
 	if [ $rc = 0 ]; then
 		echo "PASS $name ($((SECONDS - t0)) s)"
+		# T_VERBOSE=1: what a passing test printed, too.
+		[ -z "${T_VERBOSE:-}" ] || sed 's/^/    | /' "$out"
 		T_PASSED=$((T_PASSED + 1))
 	else
 		reason=$(grep -a '^t_fail: ' "$out" | tail -n 1 | sed 's/^t_fail: //')

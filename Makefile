@@ -124,3 +124,12 @@ demo:
 clean:
 	-$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m clean
 	rm -rf $(ROOT)/rust/bindings/bindings_generated.rs $(ROOT)/rust/proto/target $(ROOT)/build
+
+# svcrdma_rs on Debian's stock 7.3 kernel (trixie-backports), in a VM that
+# boots Debian's own vmlinuz and modules: scripts/distro-kernel builds the
+# module (a trixie build root, the kernel's exact compilers), then the
+# data-path suite on soft-RoCE (scripts/distro-kernel-test). Not in make
+# check. DISTRO_KREL=<release> picks the kernel (default: the newest 7.3).
+.PHONY: distro-kernel-test
+distro-kernel-test:
+	$(ROOT)/scripts/distro-kernel-test $(DISTRO_KREL)

@@ -74,13 +74,14 @@ BAD = "bad_answer"  # a malformed answer
 
 # NFSv4.1 (RFC 8881) operations and constants.
 OP_CLOSE, OP_DELEGRETURN, OP_GETFH, OP_OPEN, OP_PUTFH, OP_PUTROOTFH = 4, 8, 10, 18, 22, 24
-OP_BIND_CONN, OP_EXCHANGE_ID, OP_CREATE_SESSION, OP_DESTROY_SESSION = 41, 42, 43, 44
+OP_BIND_CONN, OP_EXCHANGE_ID, OP_CREATE_SESSION, OP_DESTROY_SESSION, OP_FREE_STATEID = 41, 42, 43, 44, 45
 OP_SEQUENCE, OP_DESTROY_CLIENTID, OP_RECLAIM_COMPLETE = 53, 57, 58
 OP_CB_RECALL, OP_CB_RECALL_ANY, OP_CB_SEQUENCE = 4, 8, 11
 NFS4_OK = 0
 NFS4ERR_NOTSUPP = 10004
 NFS4ERR_DELAY = 10008
 NFS4ERR_GRACE = 10013
+NFS4ERR_DELEG_REVOKED = 10087
 NFS4ERR_SEQ_MISORDERED = 10063
 NFS4ERR_RETRY_UNCACHED_REP = 10068
 EXCHGID4_FLAG_USE_NON_PNFS = 0x00010000
@@ -185,6 +186,10 @@ def op_close(stateid):
     return u32(OP_CLOSE) + u32(0) + stateid
 
 
+def op_free_stateid(stateid):
+    return u32(OP_FREE_STATEID) + stateid
+
+
 def op_destroy_session(sessionid):
     return u32(OP_DESTROY_SESSION) + sessionid
 
@@ -268,6 +273,7 @@ RESULTS = {
     OP_PUTFH: lambda d: {},
     OP_DELEGRETURN: lambda d: {},
     OP_DESTROY_SESSION: lambda d: {},
+    OP_FREE_STATEID: lambda d: {},
     OP_DESTROY_CLIENTID: lambda d: {},
 }
 
@@ -768,8 +774,8 @@ class Suite:
                                                  op_getfh()])
             if st == NFS4_OK:
                 o, fh = res[2][2], res[3][2]["fh"]
-                if fh not in (f for f, _ in self.opens):
-                    self.opens.append((fh, o["stateid"]))
+                # Each OPEN of the file moves its stateid's seqid on.
+                self.opens = [(f, sid) for f, sid in self.opens if f != fh] + [(fh, o["stateid"])]
                 kind = OPEN_DELEGATE_NAMES.get(o["deleg_type"], o["deleg_type"])
                 self.log(f"OPEN {name}: delegation {kind} {o.get('why_no_deleg', '')}")
                 if "deleg_stateid" in o:
@@ -957,6 +963,9 @@ class Suite:
         for fh, sid in self.delegs:
             st, _ = self.seq_compound("delegreturn", [op_putfh(fh), op_delegreturn(sid)])
             self.s.add(f"delegreturn_status_{st}")
+            if st == NFS4ERR_DELEG_REVOKED:  # nfsd revoked it (recall unanswered for a lease): forget it
+                st, _ = self.seq_compound("free_stateid", [op_free_stateid(sid)])
+                self.s.add(f"free_stateid_status_{st}")
         for fh, sid in self.opens:
             st, _ = self.seq_compound("close", [op_putfh(fh), op_close(sid)])
             self.s.add(f"close_status_{st}")

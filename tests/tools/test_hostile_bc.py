@@ -116,6 +116,11 @@ class Builders(unittest.TestCase):
         self.assertEqual(d.opaque(), b"f")
         self.assertEqual(d.off, len(b))
 
+    def test_free_stateid(self):
+        self.assertEqual(B.op_free_stateid(b"S" * 16), u32(45) + b"S" * 16)
+        st, res = B.parse_compound(compound_reply(XID, 0, [u32(45) + u32(0)]), XID)
+        self.assertEqual(res, [(45, 0, {})])
+
     def test_nfs3_write(self):
         b = B.nfs3_write(XID, b"F" * 20, b"data")
         d = H.Dec(b)

@@ -131,6 +131,12 @@ t_stop_and_uninstall() {
 	dmesg_mark
 	rpc.nfsd 0
 	wait_for 30 rmmod svcrdma_rs || fail "rmmod failed"
+	# rpcrdma, still loaded, never got the name: modprobe svcrdma_rs takes it.
+	[ -d /sys/module/rpcrdma ] || fail "rpcrdma is not loaded"
+	modprobe svcrdma_rs || fail "modprobe svcrdma_rs failed with rpcrdma loaded"
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	[ "$REPLY" = rdma ] || fail "modprobe svcrdma_rs registered '$REPLY'"
+	rmmod svcrdma_rs || fail "rmmod failed"
 	"$ROOT/scripts/install" uninstall --krel "$krel" || fail "scripts/install uninstall failed"
 	[ ! -e "/lib/modules/$krel/updates/svcrdma_rs.ko" ] || fail "the module is still installed"
 	[ ! -e /etc/modprobe.d/svcrdma_rs.conf ] || fail "the modprobe.d file is still there"

@@ -141,6 +141,9 @@ server_up() {
 	echo "$model" >/sys/module/svcrdma_rs/parameters/memreg
 	if ! grep -q "^$NAME " /proc/fs/nfsd/portlist 2>/dev/null; then
 		nfsd_prepare
+		# NFSv4 only: with v3, nfsd starts lockd, whose own grace period
+		# (~50 s) stops nfsd granting file delegations (locks_in_grace()).
+		echo -3 >/proc/fs/nfsd/versions || fail "cannot turn NFSv3 off"
 		nfsd_listen $NAME $PORT || fail "no $NAME listener"
 		grep -q "^tcp " /proc/fs/nfsd/portlist || nfsd_listen tcp 2049 || fail "no tcp listener"
 		nfsd_start 8

@@ -111,6 +111,15 @@ timed() {
 # within SECS: the last timed command took less than SECS seconds.
 within() { ((ELAPSED_US < $1 * 1000000)); }
 
+# local_change CMD...: a change the test makes in the export, bounded: any
+# change there may need a recall (the client may hold a delegation on the
+# export's root), and without a backchannel it stalls.
+local_change() {
+	local rc=0
+	timeout "$RECALL_BOUND" "$@" || rc=$?
+	[ $rc = 0 ] || fail "a local change in the export ($*) stalled or failed (status $rc): a delegation could not be recalled? ($(cb_note))"
+}
+
 # recalled WHAT RC: judges the timed operation WHAT that needed a recall
 # (RC its status) and prints its time.
 recalled() {
@@ -203,7 +212,7 @@ t_callback_up() {
 # Leaves fd 7 open.
 deleg_file() {
 	local f=$1 i
-	echo data >"$EXP/$f"
+	local_change sh -c "echo data >'$EXP/$f'"
 	for ((i = 0; i < 24; i++)); do
 		((i % 4)) || { exec 7<&- 7<"$MNT/$f"; }
 		has_deleg "$f" && { echo "delegation after $((i / 4 + 1)) OPEN(s)"; return 0; }
@@ -218,8 +227,8 @@ deleg_file() {
 # revalidates a directory it has looked at.
 deleg_dir() {
 	local d=$1 i
-	mkdir -p "$EXP/$d"
-	echo x >"$EXP/$d/x"
+	local_change mkdir -p "$EXP/$d"
+	local_change sh -c "echo x >'$EXP/$d/x'"
 	for ((i = 0; i < 30; i++)); do
 		ls -l "$MNT/$d" >/dev/null
 		stat "$MNT/$d" >/dev/null
@@ -275,14 +284,14 @@ t_second_client_setup() {
 t_second_client() {
 	local d=d2.$TAG rc=0 out
 	deleg_dir "$d"
-	out=$(ip netns exec $NS unshare --uts bash -c '
+	out=$(timeout $((RECALL_BOUND + 150)) ip netns exec $NS unshare --uts bash -c '
 		hostname svcrdma-bc-client2
-		mount -t nfs -o vers=4.2,proto=tcp '$NS_SRV':/ /mnt/bc2 || exit 90
+		timeout 60 mount -t nfs -o vers=4.2,proto=tcp '$NS_SRV':/ /mnt/bc2 || exit 90
 		t0=${EPOCHREALTIME/./}
 		timeout '"$RECALL_BOUND"' touch /mnt/bc2/'"$d"'/from-client2
 		rc=$?
 		echo "elapsed_us $((${EPOCHREALTIME/./} - t0))"
-		umount /mnt/bc2
+		timeout 60 umount /mnt/bc2 || timeout 30 umount -f -l /mnt/bc2
 		exit $rc' 2>&1) || rc=$?
 	echo "$out"
 	[ $rc != 90 ] || fail "the second client's mount failed"
@@ -334,7 +343,7 @@ in_flight() {
 	local i f r held=0
 	INFLIGHT=()
 	for ((i = 0; i < $1; i++)); do
-		echo data >"$EXP/fl.$TAG.$i"
+		local_change sh -c "echo data >'$EXP/fl.$TAG.$i'"
 	done
 	for ((r = 0; r < 5 && held == 0; r++)); do
 		for ((i = 0; i < $1; i++)); do
@@ -404,7 +413,7 @@ t_nfsd_stop_in_flight() {
 # rmmod once nfsd is stopped. Each backchannel holds a module reference
 # until sunrpc destroys it (from a work item), so rmmod may wait briefly.
 t_rmmod() {
-	nfsd_stop
+	timeout 120 sh -c 'echo 0 >/proc/fs/nfsd/threads' || fail "stopping nfsd did not complete within 120 s"
 	local i
 	for ((i = 0; i < 40; i++)); do
 		rmmod svcrdma_rs 2>/dev/null && break

@@ -86,16 +86,6 @@ cb_state() {
 	echo "$out"
 }
 
-# newest_conn: the id of the newest svcrdma_rs connection (in REPLY).
-newest_conn() {
-	local c n max=0
-	for c in $S/connections/*; do
-		n=${c##*/}
-		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
-	done
-	REPLY=$max
-}
-
 # timed SECS CMD...: runs CMD with a bound of SECS; ELAPSED_US is how long
 # it took (microseconds), ELAPSED the same in seconds for messages.
 timed() {
@@ -168,7 +158,7 @@ t_setup() {
 t_mount() {
 	server_up "$DEV" "$MODEL"
 	nfs_mount "vers=$VERS,proto=rdma,port=$PORT,actimeo=1" $MNT || fail "mount -o vers=$VERS failed"
-	newest_conn
+	last_conn
 	CONN=$REPLY
 	[ "$CONN" -gt 0 ] || fail "no svcrdma_rs connection for the mount"
 	echo "$CONN" >/tmp/bc.conn
@@ -194,7 +184,7 @@ wait_callback_up() {
 	done
 	grep -H . /proc/fs/nfsd/clients/*/info | grep -E 'minor version|callback' || true
 	[ "$st" = UP ] || fail "callback state of the v$VERS client: '${st:-no client}', want UP"
-	newest_conn
+	last_conn
 	conn=$REPLY
 	rd $S/connections/$conn/backchannel
 	[ "$REPLY" = 1 ] || fail "connection $conn: sysfs backchannel=$REPLY, want 1"
@@ -329,7 +319,7 @@ t_recall_after_reconnect() {
 	# Any I/O makes the client reconnect.
 	timeout 120 ls $MNT >/dev/null || fail "the mount did not come back"
 	wait_callback_up 90
-	newest_conn
+	last_conn
 	[ "$REPLY" -gt "$old" ] || fail "no new connection after the reconnect (newest $REPLY, old $old)"
 	echo "connection $old replaced by $REPLY"
 	t_file_recall reconnect
@@ -399,7 +389,7 @@ t_nfsd_stop_in_flight() {
 	wait_in_flight "nfsd stop"
 	local i
 	for ((i = 0; i < 120; i++)); do
-		newest_conn
+		last_conn
 		[ "$REPLY" = 0 ] && break
 		nap 0.5
 	done

@@ -36,15 +36,6 @@ setup() {
 	echo "$IP" >/tmp/guest_ip
 }
 
-# last_conn: the highest connection id in sysfs, in REPLY (0 if none).
-last_conn() {
-	local d n max=0
-	for d in $S/connections/*; do
-		n=${d##*/}
-		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
-	done
-	REPLY=$max
-}
 
 # The RDMA CM client: one `cm_connect` process per test (a coprocess
 # driven line by line: starting a verbs process costs seconds under TCG).

@@ -145,3 +145,14 @@ guest_nic() {
 	done
 }
 guest_ip() { ip -o -4 addr show dev "$(guest_nic)" | awk 'NR == 1 { split($4, a, "/"); print a[1] }'; }
+
+# last_conn: the highest svcrdma_rs connection id in sysfs (the newest
+# connection), in REPLY (0 if none).
+last_conn() {
+	local d n max=0
+	for d in /sys/kernel/svcrdma_rs/connections/*; do
+		n=${d##*/}
+		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
+	done
+	REPLY=$max
+}

@@ -140,9 +140,12 @@ server_up() {
 	echo "$model" >/sys/module/svcrdma_rs/parameters/memreg
 	if ! grep -q "^$NAME " /proc/fs/nfsd/portlist 2>/dev/null; then
 		nfsd_prepare
-		# NFSv4 only: with v3, nfsd starts lockd, whose own grace period
-		# (~50 s) stops nfsd granting file delegations (locks_in_grace()).
-		echo -3 >/proc/fs/nfsd/versions || fail "cannot turn NFSv3 off"
+		# nfsd starts lockd (for NFSv3, which the hostile backward client
+		# uses), whose own grace period (50 s by default) stops nfsd
+		# granting file delegations (locks_in_grace()): 3 s here.
+		modprobe lockd
+		echo 3 >/proc/sys/fs/nfs/nlm_timeout || fail "cannot set lockd's nlm_timeout"
+		echo 3 >/proc/sys/fs/nfs/nlm_grace_period || fail "cannot set lockd's grace period"
 		nfsd_listen $NAME $PORT || fail "no $NAME listener"
 		grep -q "^tcp " /proc/fs/nfsd/portlist || nfsd_listen tcp 2049 || fail "no tcp listener"
 		nfsd_start 8

@@ -62,17 +62,21 @@ mnt() { nfs_mount "$1,proto=rdma,port=$PORT" $MNT || fail "mount -o $1,proto=rdm
 umnt() { timeout 120 umount $MNT || { sleep 2; timeout 60 umount $MNT; } || fail "umount failed"; }
 
 # direct_rw MB NAME: writes MB MiB of random data to the mount with direct
-# I/O, reads it back the same way, and compares checksums.
+# I/O, checks the file nfsd wrote on the server side (the export, read
+# locally: not through the transport under test), reads it back over the
+# mount the same way, and compares checksums.
 direct_rw() {
-	local mb=$1 name=$2 want got
+	local mb=$1 name=$2 want got srv
 	head -c $((mb << 20)) /dev/urandom >/tmp/src.$name
 	want=$(sha /tmp/src.$name)
 	dd if=/tmp/src.$name of=$MNT/$name bs=1M oflag=direct status=none || fail "direct write of $name failed"
+	srv=$(sha "$NFS_EXPORT/$name") || fail "the server has no $NFS_EXPORT/$name"
+	[ "$srv" = "$want" ] || fail "$name: the server's file is $srv, wrote $want"
 	dd if=$MNT/$name of=/tmp/back.$name bs=1M iflag=direct status=none || fail "direct read of $name failed"
 	got=$(sha /tmp/back.$name)
 	rm -f /tmp/src.$name /tmp/back.$name
 	[ "$got" = "$want" ] || fail "$name: read back $got, wrote $want"
-	echo "$name: ${mb} MiB written and read back, sha256 $want"
+	echo "$name: ${mb} MiB written, the server's file and the read-back match, sha256 $want"
 }
 
 # The server side of configuration DEV:MODEL. Only the device change needs
@@ -140,6 +144,7 @@ t_versions() {
 		cp /tmp/small $MNT/small.$v
 		sync
 		echo 3 >/proc/sys/vm/drop_caches
+		cmp /tmp/small "$NFS_EXPORT/small.$v" || fail "v$v: the server's copy of the buffered file differs"
 		cmp /tmp/small $MNT/small.$v || fail "v$v: buffered file differs when read back"
 		ls -l $MNT >/dev/null || fail "v$v: listing failed"
 		rm -f $MNT/small.$v $MNT/v$v.bin

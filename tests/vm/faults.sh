@@ -1,7 +1,8 @@
 #!/bin/bash
 # The fault suite (runs inside the VM): svcrdma_rs under connection storms,
 # a client that vanishes mid-transfer, its RDMA device deleted under load,
-# nfsd stopped under load, and rmmod under load. After each scenario no
+# nfsd stopped under load, rmmod under load, and allocation failures at
+# accept. After each scenario no
 # connection is left in sysfs and the kernel logged no report; a mount then
 # moves data correctly again (the data written under the fault is checked
 # byte for byte).
@@ -220,6 +221,63 @@ t_rmmod_under_load() {
 	after
 }
 
+# Allocation failure at accept: with one nfsd thread (which runs each
+# connection's accept: QP, CQs, MR pool, receive buffers), the thread's
+# N-th slab or page allocation after a connect request is made to fail
+# (/proc/PID/fail-nth, failslab and fail_page_alloc), for N = 1, 2, ...
+# until the accept needs fewer allocations than N. Every attempt must end
+# within 60 s, established or refused, leave no connection behind, and the
+# kernel must log no report (kmemleak: vm-run's scan at the end). Then a
+# mount moves data again.
+FAIL_MAX=${FAIL_MAX:-400}
+t_accept_alloc_failure() {
+	local D=/sys/kernel/debug n pid l left fired=0 est=0 ip
+	[ -d $D/failslab ] && [ -d $D/fail_page_alloc ] || fail "no failslab/fail_page_alloc in debugfs (CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS)"
+	dmesg_mark
+	echo N >$D/failslab/ignore-gfp-wait
+	echo 0 >$D/failslab/verbose
+	echo N >$D/fail_page_alloc/ignore-gfp-wait
+	echo 0 >$D/fail_page_alloc/min-order
+	echo 0 >$D/fail_page_alloc/verbose
+	echo 1 >/proc/fs/nfsd/threads
+	wait_for 30 sh -c '[ "$(pgrep -xc nfsd)" = 1 ]' || fail "nfsd did not go down to one thread"
+	pid=$(pgrep -x nfsd)
+	ip=$(guest_ip)
+	coproc CMC { exec "$CM" "$ip" $PORT 2>/tmp/cm.err; }
+	for ((n = 1; n <= FAIL_MAX; n++)); do
+		echo "$n" >/proc/$pid/fail-nth || fail "cannot set fail-nth of nfsd ($pid)"
+		echo connect >&"${CMC[1]}"
+		l=
+		while IFS= read -r -t 60 -u "${CMC[0]}" l; do [[ $l == "= "* ]] && break; done
+		[[ $l == "= "* ]] || fail "fail-nth $n: no answer to connect in 60 s $(tail -n 3 /tmp/cm.err)"
+		[[ $l == "= ESTABLISHED"* ]] && est=$((est + 1))
+		echo release >&"${CMC[1]}"
+		l=
+		while IFS= read -r -t 60 -u "${CMC[0]}" l; do [[ $l == "= "* ]] && break; done
+		[[ $l == "= "* ]] || fail "fail-nth $n: no answer to release in 60 s"
+		no_conns 30
+		rd /proc/$pid/fail-nth
+		left=$REPLY
+		echo 0 >/proc/$pid/fail-nth
+		# Not consumed: the accept (and everything else the thread did)
+		# made fewer than n allocations; every one has been failed once.
+		[ "$left" = 0 ] || break
+		fired=$((fired + 1))
+	done
+	exec {CMC[1]}>&-
+	wait "$CMC_PID" 2>/dev/null || true
+	echo 4 >/proc/fs/nfsd/threads
+	echo "failed allocation 1..$fired of the nfsd thread's accept path, one per connection attempt; $est of $n attempts established"
+	[ $fired -ge 5 ] || fail "only $fired allocations were failed: the sweep did not reach the accept"
+	[ $n -le $FAIL_MAX ] || fail "the accept still allocates after $FAIL_MAX allocations"
+	dmesg_since_mark | grep 'svcrdma_rs' | sort | uniq -c | sort -rn | head -n 8
+	mnt
+	load_start after-failslab.bin
+	load_check
+	umnt
+	after
+}
+
 t_teardown() {
 	dmesg_mark
 	nfsd_stop
@@ -234,5 +292,6 @@ t_run client_killed_mid_transfer t_client_killed_mid_transfer
 t_run link_delete_under_load t_link_delete_under_load
 t_run nfsd_stop_under_load t_nfsd_stop_under_load
 t_run rmmod_under_load t_rmmod_under_load
+t_run accept_alloc_failure t_accept_alloc_failure
 t_run teardown t_teardown
 t_summary

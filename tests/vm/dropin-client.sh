@@ -1,6 +1,10 @@
 #!/bin/bash
 # Two-VM drop-in test, client side: the stock Linux NFS/RDMA client mounts
-# the server VM's export over soft-RoCE and moves data.
+# the server VM's export over soft-RoCE and moves data. svcrdma_rs is
+# installed on this host too (as on any host that both serves and mounts),
+# and nothing loads rpcrdma by hand: the first NFS/RDMA mount autoloads it
+# (the kernel asks modprobe for "xprtrdma"), which must bring svcrdma_rs
+# in first, holding "rdma", with rpcrdma's client carrying the mount.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
@@ -12,7 +16,8 @@ t_link_up() { dropin_link 2; }
 
 t_mount_and_move_data() {
 	local v want got
-	modprobe -a sunrpc ib_core rdma_cm rpcrdma
+	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs already loaded"
+	"$ROOT/scripts/install" install --krel "$(uname -r)" "$ROOT/svcrdma_rs.ko" || fail "scripts/install failed"
 	# A client host runs rpcbind (NFSv3 locking: rpc.statd needs it).
 	mkdir -p /run/rpcbind
 	pgrep -x rpcbind >/dev/null || rpcbind -w
@@ -28,6 +33,15 @@ t_mount_and_move_data() {
 		timeout 180 mount -v -t nfs -o vers=$v,proto=rdma,port=20049 $SERVER:$path $MNT >/tmp/mount.out 2>&1 ||
 			{ cat /tmp/mount.out; fail "v$v: mount -o rdma from the server VM failed"; }
 		grep " $MNT " /proc/mounts
+		if [ $v = 3 ]; then
+			# The mount autoloaded rpcrdma, and the softdep svcrdma_rs first.
+			grep -E '^(svcrdma_rs|rpcrdma) ' /proc/modules
+			[ -d /sys/module/rpcrdma ] || fail "the NFS/RDMA mount did not load rpcrdma"
+			[ -d /sys/module/svcrdma_rs ] || fail "the NFS/RDMA mount's autoload of rpcrdma did not load svcrdma_rs"
+			rd /sys/module/svcrdma_rs/parameters/xprt_name
+			[ "$REPLY" = rdma ] || fail "svcrdma_rs registered '$REPLY' on the mount's autoload, not rdma"
+			dmesg | grep -i 'svcrdma_rs.*name' || true
+		fi
 		test -e $MNT/server-ready || fail "v$v: the export's server-ready file is not visible"
 		dd if=/tmp/src of=$MNT/dropin.$v bs=1M oflag=direct status=none || fail "v$v: write failed"
 		got=$(dd if=$MNT/dropin.$v bs=1M iflag=direct status=none | sha256sum)
@@ -37,8 +51,15 @@ t_mount_and_move_data() {
 	done
 }
 
+# Done with the mounts: the installed module goes away again.
+t_uninstall() {
+	timeout 30 rmmod svcrdma_rs || fail "rmmod svcrdma_rs failed"
+	"$ROOT/scripts/install" uninstall --krel "$(uname -r)" || fail "scripts/install uninstall failed"
+}
+
 t_run link_up t_link_up
 t_run mount_and_move_data t_mount_and_move_data
+t_run uninstall t_uninstall
 # Tell the server how it went (over NFS/TCP: independent of what is tested).
 result=ok
 [ "$T_FAILED" = 0 ] || result="client failed $T_FAILED tests"

@@ -137,6 +137,15 @@ t_stop_and_uninstall() {
 	rd /sys/module/svcrdma_rs/parameters/xprt_name
 	[ "$REPLY" = rdma ] || fail "modprobe svcrdma_rs registered '$REPLY'"
 	rmmod svcrdma_rs || fail "rmmod failed"
+	# A plain `modprobe rpcrdma` (what an admin or a unit types) also
+	# brings svcrdma_rs in first.
+	wait_for 30 rmmod rpcrdma || fail "rmmod rpcrdma failed"
+	modprobe rpcrdma || fail "modprobe rpcrdma failed"
+	grep -E '^(svcrdma_rs|rpcrdma) ' /proc/modules
+	[ -d /sys/module/svcrdma_rs ] || fail "modprobe rpcrdma did not load svcrdma_rs"
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	[ "$REPLY" = rdma ] || fail "after modprobe rpcrdma, svcrdma_rs registered '$REPLY'"
+	rmmod svcrdma_rs || fail "rmmod failed"
 	"$ROOT/scripts/install" uninstall --krel "$krel" || fail "scripts/install uninstall failed"
 	[ ! -e "/lib/modules/$krel/updates/svcrdma_rs.ko" ] || fail "the module is still installed"
 	[ ! -e /etc/modprobe.d/svcrdma_rs.conf ] || fail "the modprobe.d file is still there"

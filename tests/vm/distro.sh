@@ -36,6 +36,60 @@ distro_kernel_running() {
 }
 t_run distro_kernel_running distro_kernel_running
 sed 's/^/    /' /tmp/distro-check.out 2>/dev/null
+
+# Debian 13's own way to start nfsd: nfs-server.service runs `nfsdctl
+# autostart` (nfsd's netlink interface) with /etc/nfs.conf. NFSROOT is a
+# trixie root with Debian 13's nfs-kernel-server (scripts/distro-kernel-test
+# makes it): its nfsdctl, its nfs.conf with RDMA switched on the way the
+# file's comments show, run against this kernel. svcrdma_rs is installed
+# as `make install` does; nothing loads it by hand.
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+in_nfsroot() {
+	unshare --mount --propagation private -- sh -c \
+		'mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" && exec chroot "$0" "$@"' "$NFSROOT" "$@"
+}
+nfsdctl_autostart() {
+	local l want got mnt=/mnt/nfsdctl conf=$NFSROOT/etc/nfs.conf
+	[ -x "$NFSROOT/usr/sbin/nfsdctl" ] || fail "no nfsdctl in $NFSROOT"
+	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs already loaded"
+	"$ROOT/scripts/install" install --krel "$KREL" "$KO" || fail "scripts/install failed"
+	rdma_add rxe rxe0 || return 1
+	nfsd_prepare
+	grep -q '^# rdma=n' "$conf" || fail "$conf is not the stock file"
+	sed -i -e 's/^# rdma=n$/rdma=y/' -e 's/^# rdma-port=20049$/rdma-port=20049/' "$conf"
+	sed -n '/^\[nfsd\]/,/^\[/p' "$conf" | grep -v '^#'
+	in_nfsroot nfsdctl -V
+	in_nfsroot nfsdctl autostart || fail "nfsdctl autostart failed"
+	echo Y >/proc/fs/nfsd/v4_end_grace 2>/dev/null || true
+	in_nfsroot nfsdctl listener
+	grep -E '^(svcrdma_rs|rpcrdma) ' /proc/modules
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	[ "$REPLY" = rdma ] || fail "svcrdma_rs is not loaded holding rdma ('$REPLY')"
+	l=$(rdma resource show cm_id | grep 'state LISTEN' | grep ':20049' || true)
+	echo "$l"
+	echo "$l" | grep -q 'comm \[svcrdma_rs\]' || fail "no svcrdma_rs listener on 20049"
+	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | grep -q .; then fail "another module listens on 20049"; fi
+	head -c $((4 << 20)) /dev/urandom >/tmp/src
+	want=$(sha256sum </tmp/src)
+	mkdir -p $mnt
+	timeout 180 mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$(guest_ip):/" $mnt || fail "mount -o proto=rdma failed"
+	grep " $mnt " /proc/mounts
+	dd if=/tmp/src of=$mnt/nfsdctl bs=1M oflag=direct status=none || fail "write failed"
+	got=$(dd if=$mnt/nfsdctl bs=1M iflag=direct status=none | sha256sum)
+	[ "$got" = "$want" ] && [ "$(sha256sum <"$NFS_EXPORT/nfsdctl")" = "$want" ] || fail "data differs"
+	rm -f $mnt/nfsdctl
+	timeout 120 umount $mnt || fail "umount failed"
+	in_nfsroot nfsdctl threads 0 || fail "nfsdctl threads 0 failed"
+	wait_for 30 rmmod svcrdma_rs || fail "rmmod svcrdma_rs failed"
+	wait_for 30 rmmod rpcrdma || fail "rmmod rpcrdma failed"
+	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
+}
+if [ -n "${NFSROOT:-}" ]; then
+	t_run nfsdctl_autostart nfsdctl_autostart
+else
+	echo "(NFSROOT unset: Debian 13's nfsdctl not tested)"
+fi
 [ "$T_FAILED" = 0 ] || { t_summary; exit 1; }
 "$(dirname "$0")/data.sh" | tee /tmp/distro-data.out
 rc=${PIPESTATUS[0]}

@@ -37,32 +37,32 @@ distro_kernel_running() {
 t_run distro_kernel_running distro_kernel_running
 sed 's/^/    /' /tmp/distro-check.out 2>/dev/null
 
-# Debian 13's own way to start nfsd: nfs-server.service runs `nfsdctl
-# autostart` (nfsd's netlink interface) with /etc/nfs.conf. NFSROOT is a
-# trixie root with Debian 13's nfs-kernel-server (scripts/distro-kernel-test
-# makes it): its nfsdctl, its nfs.conf with RDMA switched on the way the
-# file's comments show, run against this kernel. svcrdma_rs is installed
-# as `make install` does; nothing loads it by hand.
+# Debian 13's own ways to start nfsd, with NFSROOT: a trixie root holding
+# Debian 13's nfs-kernel-server (scripts/distro-kernel-test makes it), whose
+# programs run against this kernel. svcrdma_rs is installed as `make
+# install` does; nothing loads it by hand.
+#  - nfs-server.service: its ExecStart line, run as written in the unit
+#    (`nfsdctl autostart || rpc.nfsd`), with the root's /etc/nfs.conf set
+#    the way its comments show (rdma=y, rdma-port=20049). On Linux 7.3,
+#    nfs-utils 2.8.3's `nfsdctl autostart` stops at "lockd configuration
+#    failure" (the kernel's lockd netlink wants a grace time nfsdctl does
+#    not send), so the unit falls back to rpc.nfsd, as on any Debian 13
+#    server on this kernel, whatever the RDMA transport.
+#  - nfsdctl by hand: `nfsdctl listener +rdma::20049`, `nfsdctl threads 8`.
+# Either way svcrdma_rs must own the listener and a local NFS/RDMA mount
+# must move data.
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
 in_nfsroot() {
 	unshare --mount --propagation private -- sh -c \
-		'mount -t proc proc "$0/proc" && mount --rbind /dev "$0/dev" && exec chroot "$0" "$@"' "$NFSROOT" "$@"
+		'mount -t proc proc "$0/proc" && mount -t nfsd nfsd "$0/proc/fs/nfsd" && mount --rbind /dev "$0/dev" && exec chroot "$0" "$@"' "$NFSROOT" "$@"
 }
-nfsdctl_autostart() {
-	local l want got mnt=/mnt/nfsdctl conf=$NFSROOT/etc/nfs.conf
-	[ -x "$NFSROOT/usr/sbin/nfsdctl" ] || fail "no nfsdctl in $NFSROOT"
-	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs already loaded"
-	"$ROOT/scripts/install" install --krel "$KREL" "$KO" || fail "scripts/install failed"
-	rdma_add rxe rxe0 || return 1
-	nfsd_prepare
-	grep -q '^# rdma=n' "$conf" || fail "$conf is not the stock file"
-	sed -i -e 's/^# rdma=n$/rdma=y/' -e 's/^# rdma-port=20049$/rdma-port=20049/' "$conf"
-	sed -n '/^\[nfsd\]/,/^\[/p' "$conf" | grep -v '^#'
-	in_nfsroot nfsdctl -V
-	in_nfsroot nfsdctl autostart || fail "nfsdctl autostart failed"
+# serving_rdma: svcrdma_rs, holding "rdma", owns the RDMA listener on
+# 20049, and a local NFS/RDMA mount writes and reads 4 MiB back.
+serving_rdma() {
+	local l want got mnt=/mnt/nfsdctl
 	echo Y >/proc/fs/nfsd/v4_end_grace 2>/dev/null || true
-	in_nfsroot nfsdctl listener
+	cat /proc/fs/nfsd/portlist
 	grep -E '^(svcrdma_rs|rpcrdma) ' /proc/modules
 	rd /sys/module/svcrdma_rs/parameters/xprt_name
 	[ "$REPLY" = rdma ] || fail "svcrdma_rs is not loaded holding rdma ('$REPLY')"
@@ -80,15 +80,44 @@ nfsdctl_autostart() {
 	[ "$got" = "$want" ] && [ "$(sha256sum <"$NFS_EXPORT/nfsdctl")" = "$want" ] || fail "data differs"
 	rm -f $mnt/nfsdctl
 	timeout 120 umount $mnt || fail "umount failed"
-	in_nfsroot nfsdctl threads 0 || fail "nfsdctl threads 0 failed"
+}
+unload_all() {
+	in_nfsroot nfsdctl threads 0 || rpc.nfsd 0
 	wait_for 30 rmmod svcrdma_rs || fail "rmmod svcrdma_rs failed"
 	wait_for 30 rmmod rpcrdma || fail "rmmod rpcrdma failed"
+}
+debian13_nfs_server_unit() {
+	local start conf=$NFSROOT/etc/nfs.conf unit=$NFSROOT/lib/systemd/system/nfs-server.service
+	[ -x "$NFSROOT/usr/sbin/nfsdctl" ] || fail "no nfsdctl in $NFSROOT"
+	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs already loaded"
+	"$ROOT/scripts/install" install --krel "$KREL" "$KO" || fail "scripts/install failed"
+	rdma_add rxe rxe0 || return 1
+	nfsd_prepare
+	grep -q '^# rdma=n' "$conf" || fail "$conf is not the stock file"
+	sed -i -e 's/^# rdma=n$/rdma=y/' -e 's/^# rdma-port=20049$/rdma-port=20049/' "$conf"
+	sed -n '/^\[nfsd\]/,/^\[/p' "$conf" | grep -v '^#'
+	in_nfsroot nfsdctl -V
+	start=$(sed -n 's/^ExecStart=//p' "$unit")
+	echo "nfs-server.service: ExecStart=$start"
+	[ -n "$start" ] || fail "no ExecStart in $unit"
+	in_nfsroot /bin/sh -c "$start" || fail "the unit's ExecStart failed"
+	serving_rdma
+	unload_all
+}
+nfsdctl_by_hand() {
+	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs still loaded"
+	in_nfsroot nfsdctl listener +tcp::2049 +rdma::20049 || fail "nfsdctl listener +rdma::20049 failed"
+	in_nfsroot nfsdctl threads 8 || fail "nfsdctl threads 8 failed"
+	in_nfsroot nfsdctl listener
+	serving_rdma
+	unload_all
 	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
 }
 if [ -n "${NFSROOT:-}" ]; then
-	t_run nfsdctl_autostart nfsdctl_autostart
+	t_run debian13_nfs_server_unit debian13_nfs_server_unit
+	t_run nfsdctl_by_hand nfsdctl_by_hand
 else
-	echo "(NFSROOT unset: Debian 13's nfsdctl not tested)"
+	echo "(NFSROOT unset: Debian 13's nfs-utils not tested)"
 fi
 [ "$T_FAILED" = 0 ] || { t_summary; exit 1; }
 "$(dirname "$0")/data.sh" | tee /tmp/distro-data.out

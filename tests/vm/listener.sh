@@ -8,7 +8,11 @@
 #
 # A listener bound to one address needs nfsd's netlink listener-set
 # (portlist binds the wildcard only): sent with the kernel source's ynl CLI
-# (tools/net/ynl/pyynl/cli.py and Documentation/netlink/specs/nfsd.yaml).
+# (tools/net/ynl/pyynl/cli.py and Documentation/netlink/specs/nfsd.yaml;
+# without schema validation: the guest's python3 has no jsonschema).
+# listener-set takes the transport names tcp, udp and rdma only, so the
+# module is loaded under its default name "rdma", before rpcrdma (loaded for
+# the NFS client; its server class then stays unregistered).
 #
 # Environment:
 #   KO=...    the module (default: the tree's svcrdma_rs.ko)
@@ -20,7 +24,7 @@
 
 KO=${KO:-$ROOT/svcrdma_rs.ko}
 KSRC=${KSRC:-$(readlink -f /var/cache/svcrdma-rs/kernel/test/source)}
-NAME=rdma_rs
+NAME=rdma
 PORT=20049
 MNT=/mnt/l
 # How long device removal may take (seconds).
@@ -87,10 +91,12 @@ remove_device() {
 }
 
 t_setup() {
-	modprobe -a sunrpc ib_core rdma_cm rpcrdma
+	modprobe -a sunrpc ib_core rdma_cm
 	[ -f "$KSRC/tools/net/ynl/pyynl/cli.py" ] || fail "no ynl CLI in $KSRC"
+	! grep -q '^rpcrdma ' /proc/modules || fail "rpcrdma is loaded: it holds the name rdma"
+	insmod "$KO" || fail "insmod failed"
+	modprobe rpcrdma || fail "cannot load rpcrdma (the NFS client)"
 	rdma_add rxe rxe0
-	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
 	nfsd_prepare
 	guest_ip >/tmp/guest_ip
 	[ -s /tmp/guest_ip ] || fail "no guest address"

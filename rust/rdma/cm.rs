@@ -107,6 +107,11 @@ impl CmId {
     /// private data. Both happen under the id's handler lock (as
     /// `rdma_accept()` requires), so no event sees the old context after.
     ///
+    /// The result says whether the id was re-pointed: a caller whose old
+    /// context holds the id learns from the type alone whether it may free
+    /// that context ([`Accept::Repointed`]) or not ([`Accept::NotRepointed`]:
+    /// events still go to the old handler and context).
+    ///
     /// # Safety
     ///
     /// `context` must stay valid, and `handler` accept it, until the id is
@@ -117,8 +122,10 @@ impl CmId {
         context: *mut c_void,
         private: &[u8],
         initiator_depth: u8,
-    ) -> Result {
-        let len = u8::try_from(private.len()).map_err(|_| EINVAL)?;
+    ) -> Accept {
+        let Ok(len) = u8::try_from(private.len()) else {
+            return Accept::NotRepointed(EINVAL);
+        };
         let mut param = bindings::rdma_conn_param {
             private_data: private.as_ptr().cast(),
             private_data_len: len,
@@ -129,14 +136,15 @@ impl CmId {
         // We are not in the id's handler, so taking its lock cannot
         // deadlock; the CM copies the private data.
         // SAFETY: the id is live (invariant); `param` and `private` outlive the call.
-        unsafe {
+        let ret = unsafe {
             bindings::rdma_lock_handler(self.as_ptr());
             (*self.as_ptr()).event_handler = Some(handler);
             (*self.as_ptr()).context = context;
             let ret = bindings::rdma_accept(self.as_ptr(), &mut param);
             bindings::rdma_unlock_handler(self.as_ptr());
-            to_result(ret)
-        }
+            ret
+        };
+        Accept::Repointed(to_result(ret))
     }
 
     /// Sets the QP's local ACK timeout (IB/RoCE): 4.096 µs × 2^`timeout`
@@ -168,6 +176,17 @@ impl Drop for CmId {
         // a running event handler to return, and no handler runs afterwards.
         unsafe { bindings::rdma_destroy_id(self.as_ptr()) };
     }
+}
+
+/// What [`CmId::repoint_and_accept`] did.
+#[must_use]
+pub(crate) enum Accept {
+    /// Nothing changed: the id's events still go to its old handler and
+    /// context (the error says why).
+    NotRepointed(Error),
+    /// The id's events go to the new handler and context; the accept's
+    /// result.
+    Repointed(Result),
 }
 
 /// The identifier an event handler was called for; not owned.

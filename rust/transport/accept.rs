@@ -11,10 +11,7 @@
 //! ([`accept`]), which builds the connection's RDMA resources and sends our
 //! own private data in the CM accept.
 
-use kernel::{
-    prelude::*,
-    sync::atomic::{ordering::Relaxed, Atomic},
-};
+use kernel::prelude::*;
 
 use super::{
     connection::{conn_handler, qp_event, Connection, Resources},
@@ -35,22 +32,162 @@ use crate::{
         memreg::{decide, Model},
     },
     rdma::{
-        cm::{CmEvent, CmId, CmIdRef},
+        cm::{CmEvent, CmIdRef},
         qp::{Qp, QpCaps},
         Cq, Pd,
     },
     sunrpc::Flag,
 };
 
-/// A connection request waiting to be accepted.
-pub(crate) struct Pending {
-    /// First: dropped first, so its handler (which uses the rest) is done.
-    cm_id: CmId,
-    attrs: ConnAttrs,
-    /// RDMA Reads the client accepts from us at once.
-    ord: u8,
-    /// The request died (disconnect, device removal) before accept.
-    gone: Atomic<bool>,
+pub(crate) use pending::Pending;
+
+/// A connection request between its `CONNECT_REQUEST` and its accept, in a
+/// module of its own so that its id can leave it only one way.
+mod pending {
+    use kernel::{
+        prelude::*,
+        sync::atomic::{ordering::Relaxed, Atomic},
+    };
+
+    use crate::{
+        bindings,
+        rdma::cm::{Accept, CmEvent, CmId, CmIdRef, Handler},
+        transport::registry::ConnAttrs,
+    };
+
+    /// A connection request waiting to be accepted.
+    ///
+    /// Its id's events go to `pending_handler` with the request as context
+    /// from [`Pending::adopt`] on, so the request must stay allocated as long
+    /// as the id points at it. The fields are private: the id leaves the
+    /// request only through [`Pending::accept`], and only once the id points
+    /// elsewhere; dropping the request destroys the id first.
+    pub(crate) struct Pending {
+        /// First: dropped first, so its handler (which uses the rest) is done.
+        cm_id: CmId,
+        attrs: ConnAttrs,
+        /// RDMA Reads the client accepts from us at once.
+        ord: u8,
+        /// The request died (disconnect, device removal) before accept.
+        gone: Atomic<bool>,
+    }
+
+    impl Pending {
+        /// Takes the id of a running `CONNECT_REQUEST` handler into `slot`
+        /// and points the id's events at the request.
+        ///
+        /// # Safety
+        ///
+        /// `id` is the id of a running `CONNECT_REQUEST` handler, which then
+        /// returns 0 (the CM leaves the id to us); the returned request is
+        /// not dropped inside that handler call (destroying an id from its
+        /// own handler deadlocks).
+        pub(crate) unsafe fn adopt(
+            slot: KBox<core::mem::MaybeUninit<Self>>,
+            id: CmIdRef<'_>,
+            attrs: ConnAttrs,
+            ord: u8,
+        ) -> KBox<Self> {
+            let pending = KBox::write(
+                slot,
+                Pending {
+                    // SAFETY: the caller's promise (a CONNECT_REQUEST's id, handler returns 0, not dropped in it).
+                    cm_id: unsafe { id.adopt() },
+                    attrs,
+                    ord,
+                    gone: Atomic::new(false),
+                },
+            );
+            // SAFETY: we are in the id's handler; the request lives in a box that outlives the id's use of it: the id is its first field, dropped first, and leaves it only in `accept`, once re-pointed.
+            unsafe {
+                id.repoint_in_handler(
+                    pending_handler,
+                    core::ptr::from_ref::<Pending>(&pending).cast_mut().cast(),
+                )
+            };
+            pending
+        }
+
+        /// The request's id (still pointing at the request).
+        pub(crate) fn cm_id(&self) -> &CmId {
+            &self.cm_id
+        }
+
+        /// What the connection request asked for and what we decided.
+        pub(crate) fn attrs(&self) -> &ConnAttrs {
+            &self.attrs
+        }
+
+        /// RDMA Reads the client accepts from us at once.
+        pub(crate) fn ord(&self) -> u8 {
+            self.ord
+        }
+
+        /// Whether the request died before it was accepted.
+        pub(crate) fn is_gone(&self) -> bool {
+            self.gone.load(Relaxed)
+        }
+
+        /// Points the id's events at `handler` with `context` and accepts
+        /// the request ([`CmId::repoint_and_accept`]).
+        ///
+        /// Returns the id, now the connection's, with the accept's result
+        /// once the id was re-pointed; or, if it was not, the error and the
+        /// request itself, whole: its id still points at it, so it must live
+        /// on until it is dropped (which destroys the id first).
+        ///
+        /// # Safety
+        ///
+        /// As for [`CmId::repoint_and_accept`]: `context` must stay valid,
+        /// and `handler` accept it, until the id is destroyed; not from the
+        /// id's handler.
+        pub(crate) unsafe fn accept(
+            self: KBox<Self>,
+            handler: Handler,
+            context: *mut c_void,
+            private: &[u8],
+            initiator_depth: u8,
+        ) -> core::result::Result<(CmId, Result), (Error, KBox<Self>)> {
+            // SAFETY: the caller's promise.
+            match unsafe {
+                self.cm_id
+                    .repoint_and_accept(handler, context, private, initiator_depth)
+            } {
+                Accept::NotRepointed(e) => Err((e, self)),
+                Accept::Repointed(accepted) => {
+                    // The id no longer refers to the request: it may go.
+                    let Pending { cm_id, .. } = KBox::into_inner(self);
+                    Ok((cm_id, accepted))
+                }
+            }
+        }
+    }
+
+    /// CM events on a request still waiting in the queue.
+    ///
+    /// # Safety
+    ///
+    /// Called by the RDMA CM only, for an id whose context is its live
+    /// `Pending` (set in [`Pending::adopt`]).
+    unsafe extern "C" fn pending_handler(
+        id: *mut bindings::rdma_cm_id,
+        event: *mut bindings::rdma_cm_event,
+    ) -> c_int {
+        // SAFETY: the CM passes a live id and event for the call's duration.
+        let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
+        // SAFETY: the context is the live pending request (function contract).
+        let p = unsafe { &*id.context().cast::<Pending>() };
+        match event.kind() {
+            bindings::RDMA_CM_EVENT_DISCONNECTED
+            | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL
+            | bindings::RDMA_CM_EVENT_CONNECT_ERROR
+            | bindings::RDMA_CM_EVENT_REJECTED
+            | bindings::RDMA_CM_EVENT_UNREACHABLE
+            | bindings::RDMA_CM_EVENT_TIMEWAIT_EXIT => p.gone.store(true, Relaxed),
+            _ => {}
+        }
+        0
+    }
 }
 
 /// Formats an optional peer address.
@@ -120,55 +257,13 @@ pub(super) unsafe fn connect_request(
     };
     let ord = event.initiator_depth();
     let queued = listener.queue_request(|| {
-        let pending = KBox::write(
-            slot,
-            Pending {
-                // SAFETY: this is the id of a CONNECT_REQUEST and we return 0 once it is queued; `queue_request` cannot fail after calling us, so the id is never dropped in this handler.
-                cm_id: unsafe { id.adopt() },
-                attrs,
-                ord,
-                gone: Atomic::new(false),
-            },
-        );
-        // SAFETY: we are in the id's handler; the pending request lives in a box that outlives the id's use of it (the id is its first field, dropped first), or until accept re-points the id.
-        unsafe {
-            id.repoint_in_handler(
-                pending_handler,
-                core::ptr::from_ref::<Pending>(&pending).cast_mut().cast(),
-            )
-        };
-        pending
+        // SAFETY: this is the id of a CONNECT_REQUEST and we return 0 once it is queued; `queue_request` cannot fail after calling us, so the request is never dropped in this handler.
+        unsafe { Pending::adopt(slot, id, attrs, ord) }
     });
     if queued.is_err() {
         pr_warn_ratelimited!("refusing connection from {}: out of memory\n", Peer(peer));
         id.reject();
         return 1;
-    }
-    0
-}
-
-/// CM events on a request still waiting in the queue.
-///
-/// # Safety
-///
-/// Called by the RDMA CM only, for an id whose context is its live
-/// `Pending` (set in [`connect_request`]).
-unsafe extern "C" fn pending_handler(
-    id: *mut bindings::rdma_cm_id,
-    event: *mut bindings::rdma_cm_event,
-) -> c_int {
-    // SAFETY: the CM passes a live id and event for the call's duration.
-    let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
-    // SAFETY: the context is the live pending request (function contract).
-    let p = unsafe { &*id.context().cast::<Pending>() };
-    match event.kind() {
-        bindings::RDMA_CM_EVENT_DISCONNECTED
-        | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL
-        | bindings::RDMA_CM_EVENT_CONNECT_ERROR
-        | bindings::RDMA_CM_EVENT_REJECTED
-        | bindings::RDMA_CM_EVENT_UNREACHABLE
-        | bindings::RDMA_CM_EVENT_TIMEWAIT_EXIT => p.gone.store(true, Relaxed),
-        _ => {}
     }
     0
 }
@@ -183,12 +278,12 @@ const MAX_SEND_SGE: u32 = 8;
 /// Returns the new transport, or null when there is none (or it failed).
 pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
     while let Some(p) = listener.dequeue() {
-        if p.gone.load(Relaxed) {
+        if p.is_gone() {
             // Destroying the id (not in its handler: we are an nfsd thread).
             drop(p);
             continue;
         }
-        let (peer, device) = (p.attrs.peer, p.attrs.device);
+        let (peer, device) = (p.attrs().peer, p.attrs().device);
         return match establish(listener, p) {
             Ok(x) => x,
             Err(e) => {
@@ -207,16 +302,16 @@ pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
 
 /// Builds the connection for `p` and accepts it.
 fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc_xprt> {
-    let dev = p.cm_id.device().ok_or(ENODEV)?;
+    let dev = p.cm_id().device().ok_or(ENODEV)?;
     let attrs = dev.attrs();
     let depths = Depths::for_device(attrs.max_qp_wr, attrs.max_cqe).ok_or(EINVAL)?;
-    let ord = u32::from(p.ord).min(attrs.max_qp_init_rd_atom);
+    let ord = u32::from(p.ord()).min(attrs.max_qp_init_rd_atom);
     let ord = u8::try_from(ord).map_err(|_| EINVAL)?;
     if ord == 0 {
         // We could never RDMA Read from this client.
         return Err(EINVAL);
     }
-    let model = p.attrs.model;
+    let model = p.attrs().model;
     let pd = Pd::new(&dev, model.unsafe_global_rkey())?;
     let send_cq = Cq::new(&dev, depths.send_wr)?;
     let recv_cq = Cq::new(&dev, depths.recv_wr)?;
@@ -236,7 +331,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     let info = ConnAttrs {
         credits: depths.credits,
         frmr_pool: frmrs.as_ref().map_or(0, |f| f.len()),
-        ..p.attrs
+        ..*p.attrs()
     };
     let conn = KBox::pin_init(
         Connection::new(registry, info, depths.recv_buffers as usize),
@@ -252,8 +347,8 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     // SAFETY: the id's addresses are valid `sockaddr_storage`s of a bound
     // id; sunrpc has not seen the transport yet.
     unsafe {
-        conn.xprt().set_remote(p.cm_id.dst_sockaddr());
-        conn.xprt().set_local(p.cm_id.src_sockaddr());
+        conn.xprt().set_remote(p.cm_id().dst_sockaddr());
+        conn.xprt().set_local(p.cm_id().src_sockaddr());
     }
     // RDMA's reliable connections provide congestion control (NFSv4 needs
     // it of a transport).
@@ -270,8 +365,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             send_sge,
             recv_sge: 1,
         };
-        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which drops the QP first); `conn` outlives both.
-        let qp = unsafe { Qp::new(&p.cm_id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
+        let id = p.cm_id();
+        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which drops the QP first; or, on a failure, the QP goes first); `conn` outlives both.
+        let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
         let (qp, got) = qp?;
         // SAFETY: the device lives while the id does; `conn` outlives the
         // ring's completions (the QP is drained before the ring drops).
@@ -319,18 +415,29 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     // while the pending request is still allocated: until the id is
     // re-pointed (under its handler lock), a late event may still reach
     // `pending_handler` with the request as context.
-    let ours = server_private(p.attrs.server_r).encode();
+    let ours = server_private(p.attrs().server_r).encode();
     // A client that stops answering must not hold nfsd threads for long:
     // about 2 s per try (the CM's default retry count makes ~15 s).
-    p.cm_id.set_ack_timeout(ACK_TIMEOUT);
+    p.cm_id().set_ack_timeout(ACK_TIMEOUT);
     // SAFETY: `conn` outlives the id (the id ends up in `Resources`, whose
     // last field it is); we are not in the id's handler.
-    let accepted = unsafe {
-        p.cm_id
-            .repoint_and_accept(conn_handler, c.cast(), &ours, ord)
+    let accepted = unsafe { p.accept(conn_handler, c.cast(), &ours, ord) };
+    let (cm_id, accepted) = match accepted {
+        Ok(a) => a,
+        Err((e, p)) => {
+            // Nothing was re-pointed: the request (its id still pointing at
+            // it) goes last, as on the failures above.
+            drop(qp);
+            drop(recv);
+            drop((frmrs, send_cq, recv_cq, pd));
+            conn.clear_pools();
+            drop(p);
+            // SAFETY: initialized, never handed to sunrpc, one reference;
+            // nothing refers to `conn` any more.
+            unsafe { conn.xprt().put_failed() };
+            return Err(e);
+        }
     };
-    let Pending { cm_id, attrs, .. } = KBox::into_inner(p);
-    let _ = attrs;
     conn.set_res(Resources {
         qp,
         recv,

@@ -3,25 +3,39 @@
 //! Listening endpoints: `xpo_create`, and the CM events on a listening id.
 //!
 //! nfsd asks for a listener per address family when an admin writes
-//! `<name> <port>` to `/proc/fs/nfsd/portlist`; each one is an RDMA CM id
-//! bound to the wildcard address of that family and listening. Connection
-//! requests arrive as CM events on it ([`super::accept`]) and wait in the
-//! listener's accept queue until an nfsd thread accepts them.
+//! `<name> <port>` to `/proc/fs/nfsd/portlist` (the wildcard address), or
+//! for one address through its netlink `listener-set`; each one is an RDMA
+//! CM id bound to that address and listening. Connection requests arrive as
+//! CM events on it ([`super::accept`]) and wait in the listener's accept
+//! queue until an nfsd thread accepts them.
+//!
+//! A listener bound to one address is bound to the RDMA device that carries
+//! it, and the device's removal waits until every CM id on it is destroyed.
+//! So on `DEVICE_REMOVAL` (and on `ADDR_CHANGE`, the address moving to
+//! another device) the listener lets go of its id at once and listens again
+//! from a work item: right away, and while that fails (the address has no
+//! RDMA device any more) again after a growing delay, until the address is
+//! usable again or the listener is closed. A wildcard listener never sees
+//! these events: the CM itself follows devices coming and going for it.
+
+use core::mem::offset_of;
 
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{Arc, Mutex, SetOnce},
+    sync::{Arc, Mutex},
+    types::Opaque,
 };
 
 use super::{
     accept::{self, Pending},
     ops::CLASS,
-    registry::{registry, Registry},
+    registry::{registry, DevName, Registry},
 };
 use crate::{
     bindings,
-    log::Show,
+    log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
+    proto::addr::SockAddr,
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
         sockaddr_to_proto,
@@ -29,23 +43,70 @@ use crate::{
     sunrpc::{Flag, SvcXprt},
 };
 
+/// Delay before the second try to listen again, in milliseconds; each
+/// failed try doubles it, up to [`RELISTEN_MAX_MS`].
+const RELISTEN_FIRST_MS: u32 = 250;
+/// The longest wait between two tries to listen again.
+const RELISTEN_MAX_MS: u32 = 4000;
+
+/// The listening id and what becomes of it.
+struct ListenState {
+    /// The listening id; `None` while the listener waits to listen again,
+    /// and once it is closed.
+    id: Option<CmId>,
+    /// `id` lost its device or address: the work item destroys it (its own
+    /// handler cannot) and listens again.
+    stale: bool,
+    /// The listener is being freed: nothing listens, nothing is queued.
+    closed: bool,
+    /// Failed tries to listen again since the id was lost.
+    tries: u32,
+    /// The bound address (a `sockaddr_in` or `sockaddr_in6`, in storage
+    /// large enough for both), with the port the CM chose if nfsd asked for
+    /// port 0: where the listener listens again.
+    addr: bindings::sockaddr_in6,
+    /// `addr` for the log.
+    shown: Option<SockAddr>,
+}
+
 /// A listening transport.
 ///
 /// sunrpc holds it by its `xprt` field; its reference count owns it, and
 /// `xpo_free` ([`Listener::free`]) frees it.
+///
+/// Every CM handler call that sees the listener runs on an id the listener
+/// owned, and every such id is destroyed (which waits for its handler) by
+/// [`Listener::free`] or by the work item, which `free` cancels and waits
+/// for before the memory goes: no handler outlives the listener.
 #[repr(C)]
 #[pin_data]
 pub(crate) struct Listener {
     /// sunrpc's part (first: shared layout with [`super::Connection`], and
     /// `XPT_LISTENER` tells them apart).
     xprt: SvcXprt,
-    /// The listening id. Set once the id exists; dropped first, so no CM
-    /// handler runs while the rest is torn down.
-    cm_id: SetOnce<CmId>,
+    /// The listening id. Locked by CM handlers (never while destroying an
+    /// id: that waits for the id's handler).
+    #[pin]
+    listen: Mutex<ListenState>,
+    /// Destroys a stale id and listens again (`relisten_work`).
+    #[pin]
+    relisten: Opaque<bindings::delayed_work>,
     /// Connection requests waiting for an nfsd thread to accept them.
     #[pin]
     queue: Mutex<KVec<KBox<Pending>>>,
     registry: Arc<Registry>,
+}
+
+/// Formats an optional address.
+struct Addr(Option<SockAddr>);
+
+impl kernel::fmt::Display for Addr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(a) => core::fmt::Display::fmt(a, f),
+            None => f.write_str("(unknown address)"),
+        }
+    }
 }
 
 impl Listener {
@@ -106,10 +167,183 @@ impl Listener {
     /// `ptr` must be the `xprt` of a `Listener` from [`create`] with no
     /// reference left.
     pub(crate) unsafe fn free(ptr: *mut bindings::svc_xprt) {
+        // SAFETY: as in `from_svc_xprt`; sunrpc's last reference is gone,
+        // but the object is still allocated.
+        unsafe { Self::from_svc_xprt(ptr) }.shut();
         // SAFETY: as in `from_svc_xprt`; the object came from
-        // `KBox::into_raw` of a pinned box and nothing refers to it.
+        // `KBox::into_raw` of a pinned box and, once `shut` returned,
+        // nothing refers to it.
         drop(unsafe { Pin::new_unchecked(KBox::from_raw(ptr.cast::<Self>())) });
     }
+
+    /// Stops listening for good: after this no CM handler or work item
+    /// runs for the listener, and none starts.
+    fn shut(&self) {
+        let id = {
+            let mut s = self.listen.lock();
+            s.closed = true;
+            s.id.take()
+        };
+        // Outside the lock: destroying the id waits for its running handler,
+        // which may be waiting for the lock.
+        drop(id);
+        // SAFETY: `relisten` was initialized in `create`. This waits for a
+        // running work item and leaves none queued; nothing queues one
+        // after: the work item does not re-queue itself once `closed` is
+        // set, and the handlers that queue it run on ids that are destroyed
+        // by now (the listening id just above; a stale one by the work
+        // item, which this waits for).
+        unsafe { bindings::cancel_delayed_work_sync(self.relisten.get()) };
+    }
+
+    /// Queues the work item that listens again, after `ms` milliseconds.
+    fn queue_relisten(&self, ms: u32) {
+        // SAFETY: `relisten` was initialized in `create`, and the listener
+        // outlives it: `free` cancels it (and waits for it) first.
+        unsafe { bindings::svcrdma_rs_queue_delayed_work_ms(self.relisten.get(), ms) };
+    }
+
+    /// `DEVICE_REMOVAL` or `ADDR_CHANGE` on `id`, in its handler: marks the
+    /// listening id stale and has the work item replace it. Events on any
+    /// other id (one already replaced) change nothing.
+    fn lost(&self, id: CmIdRef<'_>, kind: bindings::rdma_cm_event_type) {
+        let dev = id.device().map(|d| DevName::new(d.name()));
+        let mut s = self.listen.lock();
+        let current = s.id.as_ref().is_some_and(|cur| cur.as_ptr() == id.as_ptr());
+        if s.closed || s.stale || !current {
+            return;
+        }
+        s.stale = true;
+        s.tries = 0;
+        // The id cannot be destroyed from its own handler; the work item
+        // does it at once, and the device removal waits only for that.
+        self.queue_relisten(0);
+        if kind == bindings::RDMA_CM_EVENT_DEVICE_REMOVAL {
+            pr_warn_ratelimited!(
+                "listener on {}: device {} removed; listening again once the address is usable\n",
+                Addr(s.shown),
+                Dev(dev)
+            );
+        } else {
+            pr_warn_ratelimited!(
+                "listener on {}: address moved off device {}; listening again\n",
+                Addr(s.shown),
+                Dev(dev)
+            );
+        }
+    }
+
+    /// The work item: destroys a stale listening id, then listens on the
+    /// address again; while that fails, tries again later.
+    fn relisten(&self) {
+        let stale = {
+            let mut s = self.listen.lock();
+            if s.stale {
+                s.stale = false;
+                s.id.take()
+            } else {
+                None
+            }
+        };
+        // Outside the lock, as in `shut`. This lets the device go.
+        drop(stale);
+
+        let mut s = self.listen.lock();
+        if s.closed || s.stale || s.id.is_some() {
+            return;
+        }
+        let ctx = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
+        // SAFETY: the handler gets the listener as context until the id is
+        // destroyed: the id goes into `self.listen` (or `failed`, dropped
+        // below) and is destroyed before the listener is freed (`shut`).
+        let id = unsafe { CmId::new(self.xprt.net(), listen_handler, ctx) };
+        let mut failed = None;
+        let listening = match id {
+            Ok(id) => {
+                let sa = (&raw mut s.addr).cast::<bindings::sockaddr>();
+                // SAFETY: `addr` holds the `sockaddr_in` or `sockaddr_in6`
+                // that `create` copied from its bound id.
+                match unsafe { id.listen(sa) } {
+                    Ok(()) => Some(id),
+                    Err(_) => {
+                        failed = Some(id);
+                        None
+                    }
+                }
+            }
+            Err(_) => None,
+        };
+        match listening {
+            Some(id) => {
+                let dev = id.device().map(|d| DevName::new(d.name()));
+                // Stored under the lock it was made under: an event on it
+                // (its handler takes the lock) finds it in place.
+                s.id = Some(id);
+                s.tries = 0;
+                pr_info_ratelimited!(
+                    "listener on {}: listening again (device {})\n",
+                    Addr(s.shown),
+                    Dev(dev)
+                );
+            }
+            None => {
+                // Usually: no RDMA device carries the address (yet).
+                let ms = RELISTEN_FIRST_MS
+                    .checked_shl(s.tries)
+                    .unwrap_or(RELISTEN_MAX_MS)
+                    .min(RELISTEN_MAX_MS);
+                s.tries = s.tries.saturating_add(1);
+                self.queue_relisten(ms);
+            }
+        }
+        drop(s);
+        // Outside the lock, as in `shut` (a bound id may have an event).
+        drop(failed);
+    }
+}
+
+/// Formats an optional device name.
+struct Dev(Option<DevName>);
+
+impl kernel::fmt::Display for Dev {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0 {
+            Some(d) => kernel::fmt::Display::fmt(d, f),
+            None => f.write_str("(unknown)"),
+        }
+    }
+}
+
+/// Copies a bound id's `sockaddr_in` or `sockaddr_in6`.
+///
+/// # Safety
+///
+/// `sa` must point to a valid `sockaddr` in storage as large as its
+/// family's structure (as in a `sockaddr_storage`).
+unsafe fn copy_addr(sa: *const bindings::sockaddr) -> bindings::sockaddr_in6 {
+    let mut a = bindings::sockaddr_in6::default();
+    // SAFETY: `sa` is valid (caller's promise); the shim reads the family.
+    let len = unsafe { bindings::svcrdma_rs_sockaddr_len(sa) }.min(size_of_val(&a));
+    // SAFETY: `len` bytes are readable at `sa` (its family's size) and
+    // writable in `a`; the two do not overlap.
+    unsafe { core::ptr::copy_nonoverlapping(sa.cast::<u8>(), (&raw mut a).cast::<u8>(), len) };
+    a
+}
+
+/// The relisten work item's function.
+///
+/// # Safety
+///
+/// Called by the workqueue only, for the `relisten` work of a live
+/// `Listener` (initialized in [`create`]).
+unsafe extern "C" fn relisten_work(work: *mut bindings::work_struct) {
+    let off = offset_of!(Listener, relisten) + offset_of!(bindings::delayed_work, work);
+    // SAFETY: `work` is the `work` field of the `delayed_work` in a live
+    // listener's `relisten` (`Opaque` has its contents' layout), which
+    // `free` does not free before this returns (it cancels the work and
+    // waits for it).
+    let l = unsafe { &*work.cast::<u8>().sub(off).cast::<Listener>() };
+    l.relisten();
 }
 
 /// Creates a listener on `sa` for `serv` (sunrpc's `xpo_create`).
@@ -142,7 +376,19 @@ pub(super) unsafe fn create(
     let l = KBox::pin_init(
         try_pin_init!(Listener {
             xprt: SvcXprt::uninit(),
-            cm_id: SetOnce::new(),
+            listen <- new_mutex!(ListenState {
+                id: None,
+                stale: false,
+                closed: false,
+                tries: 0,
+                addr: bindings::sockaddr_in6::default(),
+                shown: None,
+            }),
+            relisten <- Opaque::ffi_init(|w: *mut bindings::delayed_work| {
+                // SAFETY: `w` is the field's memory, about to be initialized
+                // in place and never moved (the listener is pinned).
+                unsafe { bindings::svcrdma_rs_init_delayed_work(w, Some(relisten_work)) }
+            }),
             queue <- new_mutex!(KVec::new()),
             registry,
         }),
@@ -159,7 +405,7 @@ pub(super) unsafe fn create(
     xr.xprt.set_flag(Flag::CongCtrl);
 
     // SAFETY: the handler receives `x` as context until the id is destroyed;
-    // the id is stored in `*x` and destroyed before `*x` is freed.
+    // the id is stored in `*x` and destroyed before `*x` is freed (`shut`).
     let id = unsafe { CmId::new(net, listen_handler, x.cast()) };
     // SAFETY: `sa` holds a full `sockaddr_in`/`sockaddr_in6` (checked above).
     let id = id.and_then(|id| unsafe { id.listen(sa) }.map(|()| id));
@@ -180,7 +426,14 @@ pub(super) unsafe fn create(
     // SAFETY: the id's source address is a valid `sockaddr_storage` of the
     // requested family; sunrpc has not seen the transport yet.
     unsafe { xr.xprt.set_local(id.src_sockaddr()) };
-    xr.cm_id.populate(id);
+    {
+        let mut s = xr.listen.lock();
+        // SAFETY: as above.
+        s.addr = unsafe { copy_addr(id.src_sockaddr()) };
+        // SAFETY: as above.
+        s.shown = unsafe { sockaddr_to_proto(id.src_sockaddr()) };
+        s.id = Some(id);
+    }
     Ok(xr.xprt.as_ptr())
 }
 
@@ -203,6 +456,18 @@ unsafe extern "C" fn listen_handler(
             let listener = unsafe { &*id.context().cast::<Listener>() };
             // SAFETY: the id and event of a running CONNECT_REQUEST handler.
             unsafe { accept::connect_request(listener, id, &event) }
+        }
+        // The id's device is going (its removal waits until the id is
+        // destroyed), or its address moved to another device. Only a
+        // listener bound to one address gets these (the CM keeps a
+        // wildcard listener's per-device ids itself).
+        kind @ (bindings::RDMA_CM_EVENT_DEVICE_REMOVAL | bindings::RDMA_CM_EVENT_ADDR_CHANGE) => {
+            // SAFETY: the context of a listening id is its `Listener`, live while any id it owns is, which is at least for this call.
+            let listener = unsafe { &*id.context().cast::<Listener>() };
+            listener.lost(id, kind);
+            // The id stays ours (the work item destroys it): the CM must
+            // not destroy an id the listener still holds.
+            0
         }
         _ => 0,
     }

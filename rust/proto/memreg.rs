@@ -180,6 +180,15 @@ impl Model {
     }
 }
 
+/// Whether a Reply may be a Send With Invalidate (of the one handle its
+/// Call's chunks name): the client set the R bit of its RFC 8797 private
+/// data (it expects remote invalidation), so did we, and the device has the
+/// memory-management extensions (`IB_DEVICE_MEM_MGT_EXTENSIONS`, which
+/// Send With Invalidate is part of; the C server checks the same flag).
+pub fn send_with_invalidate(client_r: bool, server_r: bool, caps: &DeviceCaps) -> bool {
+    client_r && server_r && caps.fast_reg
+}
+
 /// Why a connection is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {

@@ -19,6 +19,8 @@ pub(crate) enum Flag {
     Listener = bindings::XPT_LISTENER,
     /// The transport has congestion control (RFC 7530 section 3.1).
     CongCtrl = bindings::XPT_CONG_CTRL,
+    /// The transport is closing (set once, by whoever closes it).
+    Close = bindings::XPT_CLOSE,
 }
 
 /// An embedded `struct svc_xprt`.

@@ -247,6 +247,7 @@ pub(super) unsafe fn connect_request(
         server_r: model.r_bit(),
         credits: 0,
         frmr_pool: 0,
+        caps,
     };
     // Allocate before taking the id: an error after `adopt` would have to
     // destroy the id inside its own handler, which deadlocks.

@@ -12,19 +12,20 @@
 //! connection.
 
 use kernel::{
-    new_condvar, new_spinlock,
+    new_mutex, new_spinlock,
     prelude::*,
     sync::{
         atomic::{ordering::Relaxed, Atomic},
-        Arc, CondVar, SetOnce, SpinLock,
+        Arc, Mutex, SetOnce, SpinLock,
     },
 };
 
 use super::{
     ctxt::CallCtxt,
-    frmr::FrmrPool,
+    frmr::{FrmrPool, MrFree},
     recv::RecvRing,
     registry::{ConnAttrs, ConnView, Registry},
+    sq::SendQueue,
 };
 use crate::{
     bindings,
@@ -54,13 +55,6 @@ pub(crate) struct Resources {
     pub(crate) read_sge: u32,
 }
 
-/// The send queue's free slots.
-struct SendQueue {
-    avail: u32,
-    total: u32,
-    closed: bool,
-}
-
 /// The pool of per-RPC contexts.
 struct CtxtPool {
     free: KVec<KBox<CallCtxt>>,
@@ -77,17 +71,20 @@ pub(crate) struct Connection {
     /// Per-RPC contexts (before `res`: they unmap buffers on the device).
     #[pin]
     ctxts: SpinLock<CtxtPool>,
-    /// Free send-queue slots.
-    #[pin]
-    sq: SpinLock<SendQueue>,
-    /// FRMR pool entries not in use.
-    #[pin]
-    mr_free: SpinLock<KVec<u16>>,
-    /// Waiters for send-queue slots or MRs.
-    #[pin]
-    room: CondVar,
     /// Set once accept has built them.
     res: SetOnce<Resources>,
+    /// Free send-queue slots (closed with the connection). After `res`:
+    /// alive while a QP event or completion may still come.
+    #[pin]
+    sq: SendQueue,
+    /// FRMR pool entries not in use (closed with the connection).
+    #[pin]
+    mr_free: MrFree,
+    /// Held by CM event handlers while they act on the connection, and by
+    /// [`Connection::free`] to set `dying`: a handler that saw `dying`
+    /// clear is done before the QP goes.
+    #[pin]
+    cm_gate: Mutex<()>,
     /// Indices of received buffers waiting for `xpo_recvfrom`, oldest
     /// first. Capacity for every buffer is reserved up front, so the
     /// completion path never allocates.
@@ -120,14 +117,10 @@ impl Connection {
                 free: KVec::new(),
                 total: 0,
             }),
-            sq <- new_spinlock!(SendQueue {
-                avail: 0,
-                total: 0,
-                closed: false,
-            }),
-            mr_free <- new_spinlock!(KVec::new()),
-            room <- new_condvar!(),
             res: SetOnce::new(),
+            sq <- SendQueue::empty(),
+            mr_free <- MrFree::empty(),
+            cm_gate <- new_mutex!(()),
             ready <- new_spinlock!(KVec::with_capacity(recv_buffers, GFP_KERNEL)?),
             established: Atomic::new(false),
             dying: Atomic::new(false),
@@ -195,17 +188,22 @@ impl Connection {
         }
     }
 
-    /// Closes the connection from any context (once per connection).
+    /// Closes the connection from any context (QP events may come in
+    /// interrupt context): asks sunrpc to close it (once per connection)
+    /// and sends every thread waiting for send-queue slots or MRs away, as
+    /// every later such wait; nothing will serve them on this connection,
+    /// and sunrpc needs a free thread to run `xpo_detach`.
     fn fatal(&self) {
         if !self.dying.load(Relaxed) {
             self.xprt.deferred_close();
         }
+        self.close_pools();
     }
 
     /// Closes the connection and wakes threads waiting for its resources.
     /// The QP goes to the error state at once: the client can no longer
     /// touch our memory, and every posted request completes (flushed), so
-    /// no thread waits on a peer that may never answer.
+    /// no thread waits on a peer that may never answer. Process context.
     pub(crate) fn close(&self) {
         self.stop();
         self.fatal();
@@ -217,11 +215,25 @@ impl Connection {
         if let Some(r) = self.res() {
             r.qp.to_error();
         }
-        self.sq.lock().closed = true;
-        // A thread between its check and its sleep holds one of the locks
-        // the waits use: taking both orders the wake-up after its sleep.
-        drop(self.mr_free.lock());
-        self.room.notify_all();
+        self.close_pools();
+    }
+
+    /// Fails every wait for send-queue slots or MRs, now and later.
+    fn close_pools(&self) {
+        self.sq.close();
+        self.mr_free.close();
+    }
+
+    /// Whether the connection can take more work without parking the
+    /// thread (`xpo_has_wspace`): not while threads wait in line for its
+    /// send-queue slots or MRs.
+    pub(crate) fn has_wspace(&self) -> bool {
+        !self.sq.waiting() && !self.mr_free.waiting()
+    }
+
+    /// Whether sunrpc is closing the connection.
+    fn closing(&self) -> bool {
+        self.xprt.test_flag(Flag::Close)
     }
 
     /// Drops every pooled context (on a failed accept, while the device is
@@ -242,11 +254,7 @@ impl Connection {
         max_ctxts: usize,
         mrs: usize,
     ) -> Result {
-        {
-            let mut sq = self.sq.lock();
-            sq.avail = sq_slots;
-            sq.total = sq_slots;
-        }
+        self.sq.set_size(sq_slots);
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
             // Pooled contexts drop before `res` (field order), whose CM id
@@ -260,43 +268,22 @@ impl Connection {
             pool.total = free.len();
             pool.free = free;
         }
-        let mut ids = KVec::with_capacity(mrs, GFP_KERNEL)?;
-        for i in 0..mrs {
-            ids.push(u16::try_from(i).map_err(|_| EINVAL)?, GFP_KERNEL)?;
-        }
-        *self.mr_free.lock() = ids;
-        Ok(())
+        self.mr_free.fill(mrs)
     }
 
-    /// Takes `n` send-queue slots, waiting while others hold them.
+    /// Takes `n` send-queue slots, waiting in turn while others hold them;
+    /// fails once the connection is closing.
     pub(crate) fn sq_reserve(&self, n: u32) -> Result {
-        let mut sq = self.sq.lock();
-        if n > sq.total {
-            return Err(EMSGSIZE);
-        }
-        loop {
-            if sq.closed {
-                return Err(ENOTCONN);
-            }
-            if sq.avail >= n {
-                sq.avail -= n;
-                return Ok(());
-            }
-            self.room.wait(&mut sq);
-        }
+        self.sq.reserve(n, || self.closing())
     }
 
     /// Gives back `n` send-queue slots.
     pub(crate) fn sq_release(&self, n: u32) {
-        {
-            let mut sq = self.sq.lock();
-            sq.avail = (sq.avail + n).min(sq.total);
-        }
-        self.room.notify_all();
+        self.sq.give_back(n);
     }
 
-    /// Takes `n` FRMR pool entries into `out`, waiting while others hold
-    /// them.
+    /// Takes `n` FRMR pool entries into `out`, waiting in turn while others
+    /// hold them; fails once the connection is closing.
     pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<u16>) -> Result {
         out.reserve(n, GFP_KERNEL)?;
         let total = self
@@ -306,33 +293,12 @@ impl Connection {
         if n > total {
             return Err(EMSGSIZE);
         }
-        let mut free = self.mr_free.lock();
-        loop {
-            if self.sq.lock().closed {
-                return Err(ENOTCONN);
-            }
-            if free.len() >= n {
-                for _ in 0..n {
-                    if let Some(i) = free.pop() {
-                        out.push_within_capacity(i).map_err(|_| ENOMEM)?;
-                    }
-                }
-                return Ok(());
-            }
-            self.room.wait(&mut free);
-        }
+        self.mr_free.take(n, out, || self.closing())
     }
 
     /// Returns the FRMR pool entries in `held`.
     pub(crate) fn mrs_give(&self, held: &mut KVec<u16>) {
-        {
-            let mut free = self.mr_free.lock();
-            while let Some(i) = held.pop() {
-                // Capacity for every entry was reserved at creation.
-                let _ = free.push_within_capacity(i);
-            }
-        }
-        self.room.notify_all();
+        self.mr_free.give(held);
     }
 
     /// A context for a new RPC: from the pool, or a new one while the pool
@@ -428,8 +394,11 @@ impl Connection {
             // to it, through shared references too.
             let conn = unsafe { &*ptr.cast::<Self>() };
             // Completions flushed by the drain and late CM events must
-            // leave sunrpc alone from here on.
-            conn.dying.store(true, Relaxed);
+            // leave sunrpc and the QP alone from here on.
+            {
+                let _gate = conn.cm_gate.lock();
+                conn.dying.store(true, Relaxed);
+            }
             // Replies posted without waiting hold contexts that their last
             // completion returns to the pool: drain while the pool and the
             // send-queue accounting exist, before anything is dropped.
@@ -479,7 +448,16 @@ pub(crate) unsafe extern "C" fn conn_handler(
         | bindings::RDMA_CM_EVENT_CONNECT_ERROR
         | bindings::RDMA_CM_EVENT_UNREACHABLE
         | bindings::RDMA_CM_EVENT_REJECTED
-        | bindings::RDMA_CM_EVENT_ADDR_CHANGE => conn.fatal(),
+        | bindings::RDMA_CM_EVENT_ADDR_CHANGE => {
+            // The QP goes to the error state too: RDMA Reads posted to a
+            // peer that is gone would otherwise hold their nfsd threads
+            // until the retries run out (tens of seconds), with no thread
+            // left to detach the connection.
+            let _gate = conn.cm_gate.lock();
+            if !conn.dying.load(Relaxed) {
+                conn.close();
+            }
+        }
         _ => {}
     }
     0

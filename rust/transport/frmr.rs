@@ -12,13 +12,14 @@
 //! The entry goes back to the pool only after the invalidation completed,
 //! so no key stays valid after its RPC.
 //!
-//! Which entries are free is kept by the connection (a pinned lock); an
-//! entry's scatterlist belongs to whoever took the entry.
+//! Which entries are free is kept by the connection ([`MrFree`], handed
+//! out in turn); an entry's scatterlist belongs to whoever took the entry.
 
 use core::cell::UnsafeCell;
 
 use kernel::prelude::*;
 
+use super::fair::FairPool;
 use crate::{
     bindings,
     rdma::{mr::Mr, Pd},
@@ -30,6 +31,53 @@ use crate::{
 const MAX_PAYLOAD_PAGES: u32 = bindings::RPCSVC_MAXPAYLOAD / PAGE_SIZE as u32 + 1;
 /// MRs per credit.
 const MRS_PER_CREDIT: u32 = 2;
+
+/// The indices of a connection's FRMR entries not in use, handed out in
+/// turn (see [`FairPool`]).
+pub(crate) type MrFree = FairPool<KVec<u16>>;
+
+impl MrFree {
+    /// No entries until [`MrFree::fill`].
+    pub(crate) fn empty() -> impl PinInit<Self> {
+        Self::new(KVec::new())
+    }
+
+    /// Makes entries `0..count` free (at accept, before any use).
+    pub(crate) fn fill(&self, count: usize) -> Result {
+        let mut ids = KVec::with_capacity(count, GFP_KERNEL)?;
+        for i in 0..count {
+            ids.push(u16::try_from(i).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        }
+        self.with(|free| *free = ids);
+        Ok(())
+    }
+
+    /// Moves `n` free entries into `out` (which has room for them), waiting
+    /// in turn while others hold them; fails with `ENOTCONN` once the pool
+    /// is closed or `closing()`. The caller checks that the pool has `n`.
+    pub(crate) fn take(&self, n: usize, out: &mut KVec<u16>, closing: impl Fn() -> bool) -> Result {
+        self.acquire(closing, |free| {
+            if free.len() < n {
+                return None;
+            }
+            for _ in 0..n {
+                // `out` has room (reserved by the caller); `free` has `n`.
+                let _ = free.pop().map(|i| out.push_within_capacity(i));
+            }
+            Some(())
+        })
+    }
+
+    /// Returns the entries in `held`.
+    pub(crate) fn give(&self, held: &mut KVec<u16>) {
+        self.release(|free| {
+            while let Some(i) = held.pop() {
+                // Capacity for every entry was reserved by `fill`.
+                let _ = free.push_within_capacity(i);
+            }
+        });
+    }
+}
 
 /// One MR and the scatterlist it is mapped from.
 pub(crate) struct FrmrEntry {

@@ -16,6 +16,8 @@
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
 //! - [`sq`]: posting work-request chains and waiting for them;
+//! - [`fair`]: the pools nfsd threads wait on in turn (send-queue slots,
+//!   FRMR entries);
 //! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the
 //!   client's connection), unless built with `SVCRDMA_RS_BACKCHANNEL=n`.
 
@@ -24,6 +26,7 @@ mod accept;
 mod backchannel;
 mod connection;
 mod ctxt;
+mod fair;
 mod frmr;
 mod listener;
 mod ops;

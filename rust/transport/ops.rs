@@ -134,8 +134,12 @@ unsafe extern "C" fn xpo_accept(xprt: *mut bindings::svc_xprt) -> *mut bindings:
     }
 }
 
-unsafe extern "C" fn xpo_has_wspace(_xprt: *mut bindings::svc_xprt) -> c_int {
-    1
+unsafe extern "C" fn xpo_has_wspace(xprt: *mut bindings::svc_xprt) -> c_int {
+    // SAFETY: sunrpc holds a reference on the transport during the call.
+    match unsafe { ours(xprt) } {
+        Ours::Connection(c) => c_int::from(c.has_wspace()),
+        Ours::Listener(_) => 1,
+    }
 }
 
 unsafe extern "C" fn xpo_recvfrom(rqstp: *mut bindings::svc_rqst) -> c_int {

@@ -30,7 +30,7 @@ use crate::{
     proto::{
         addr::SockAddr,
         cm_private::CmPrivate,
-        memreg::{decide, DeviceCaps, Model, Transport},
+        memreg::{decide, send_with_invalidate, DeviceCaps, Model, Transport},
     },
     sysfs::{sysfs_ktype, Attrs, Dir, KType, Parent, ShowFn},
 };
@@ -150,12 +150,15 @@ pub(crate) struct ConnAttrs {
     pub(crate) credits: u32,
     /// MRs in the connection's FRMR pool (0 unless the model is FRMR).
     pub(crate) frmr_pool: usize,
+    /// The device's capabilities (test overrides applied) at accept.
+    pub(crate) caps: DeviceCaps,
 }
 
 impl ConnAttrs {
-    /// Send With Invalidate may be used: both peers set R (RFC 8797 §4).
+    /// Send With Invalidate may be used: both peers set R (RFC 8797 §4)
+    /// and the device has it.
     pub(crate) fn remote_invalidate(&self) -> bool {
-        self.client.remote_invalidate && self.server_r
+        send_with_invalidate(self.client.remote_invalidate, self.server_r, &self.caps)
     }
 }
 

@@ -17,9 +17,9 @@
 //! and the last completion returns it to the pool, so the nfsd thread
 //! moves on to the next Call at once.
 //!
-//! The send queue has a fixed number of slots. A chain reserves its slots
-//! before posting (waiting while other RPCs hold them); each completion
-//! gives one back.
+//! The send queue has a fixed number of slots ([`SendQueue`]). A chain
+//! reserves its slots before posting (waiting in turn while other RPCs
+//! hold them); each completion gives one back.
 
 use core::cell::UnsafeCell;
 
@@ -34,8 +34,51 @@ use kernel::{
     },
 };
 
-use super::{connection::Connection, ctxt::CallCtxt};
+use super::{connection::Connection, ctxt::CallCtxt, fair::FairPool};
 use crate::{bindings, log::pr_warn_ratelimited, rdma::wr::Chain};
+
+/// A connection's send-queue slots: the free ones and how many exist.
+pub(crate) struct Slots {
+    avail: u32,
+    total: u32,
+}
+
+/// The send-queue slots, handed out in turn (see [`FairPool`]).
+pub(crate) type SendQueue = FairPool<Slots>;
+
+impl SendQueue {
+    /// No slots until [`SendQueue::set_size`].
+    pub(crate) fn empty() -> impl PinInit<Self> {
+        Self::new(Slots { avail: 0, total: 0 })
+    }
+
+    /// Sets the number of slots (at accept, before any use).
+    pub(crate) fn set_size(&self, slots: u32) {
+        self.with(|s| {
+            s.avail = slots;
+            s.total = slots;
+        });
+    }
+
+    /// Takes `n` slots, waiting in turn while others hold them; fails with
+    /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
+    /// queue is closed or `closing()`.
+    pub(crate) fn reserve(&self, n: u32, closing: impl Fn() -> bool) -> Result {
+        if n > self.with(|s| s.total) {
+            return Err(EMSGSIZE);
+        }
+        self.acquire(closing, |s| {
+            let left = s.avail.checked_sub(n)?;
+            s.avail = left;
+            Some(())
+        })
+    }
+
+    /// Gives back `n` slots.
+    pub(crate) fn give_back(&self, n: u32) {
+        self.release(|s| s.avail = s.avail.saturating_add(n).min(s.total));
+    }
+}
 
 /// One posted chain, alive on the poster's stack until all its requests
 /// complete.

@@ -1,8 +1,9 @@
 #!/bin/bash
 # The fault suite (runs inside the VM): svcrdma_rs under connection storms,
-# a client that vanishes mid-transfer, its RDMA device deleted under load,
-# nfsd stopped under load, rmmod under load, and allocation failures at
-# accept. After each scenario no
+# a client that vanishes mid-transfer, every nfsd thread parked on a peer
+# that stopped answering, its RDMA device deleted under load, nfsd stopped
+# under load, rmmod under load, and allocation failures at accept. After
+# each scenario no
 # connection is left in sysfs and the kernel logged no report; a mount then
 # moves data correctly again (the data written under the fault is checked
 # byte for byte).
@@ -15,22 +16,25 @@
 #   CYCLES=1000         connect/disconnect cycles (check: 30)
 #   LOAD_MB=32          MiB written under each fault (check: 8; the debug
 #                       kernel under TCG moves ~0.7 MB/s)
+#   FAULTS_ONLY="a b"   only these scenarios (plus setup and teardown)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
 
 PROFILE=${PROFILE:-full}
+FAULTS_ONLY=${FAULTS_ONLY:-}
 if [ "$PROFILE" = check ]; then
 	CYCLES=${CYCLES:-30} LOAD_MB=${LOAD_MB:-8}
 fi
 CYCLES=${CYCLES:-1000}
 LOAD_MB=${LOAD_MB:-32}
-KO=$ROOT/svcrdma_rs.ko
+KO=${KO:-$ROOT/svcrdma_rs.ko}
 NAME=rdma_rs
 PORT=20049
 MNT=/mnt/faults
 S=/sys/kernel/svcrdma_rs
 CM=$ROOT/tests/tools/cm_connect
+PARK_PY=$ROOT/tests/tools/park.py
 KML=/sys/kernel/debug/kmemleak
 
 # conns: the connections in sysfs, in REPLY (their ids, space-separated).
@@ -167,6 +171,63 @@ t_client_killed_mid_transfer() {
 	after
 }
 
+# Every nfsd thread parked on one connection whose peer stopped answering
+# (tests/tools/park.py: its QP in the error state, so the server's RDMA
+# Reads of its calls get no response), then that peer disconnects: the
+# server must let go of the connection at once, not when its Read retries
+# run out (~17 s). With two nfsd threads, a stat from an NFSv3-over-TCP
+# client first shows the threads are parked (it is not served), then must
+# be served within 2 s of the disconnect, a new stat too (5 s, a process
+# start included), and the connection must be gone (its threads returned)
+# within 5 s.
+t_parked_threads_released() {
+	dmesg_mark
+	local ip tm=/mnt/faults-tcp l spid t0 dt i pin pout
+	ip=$(guest_ip)
+	nfs_mount "vers=3,proto=tcp,port=2049,noac,nolock" $tm || fail "mount over TCP failed"
+	echo probe >$tm/probe
+	echo 2 >/proc/fs/nfsd/threads
+	coproc PARK { exec /usr/bin/python3 "$PARK_PY" "$ip" $PORT --calls 16 2>/tmp/park.err; }
+	# Copies: bash closes the coprocess's own descriptors when it exits.
+	exec {pin}<&"${PARK[0]}" {pout}>&"${PARK[1]}"
+	l=
+	read -r -t 120 -u $pin l || true
+	[[ $l == parked* ]] || fail "park.py: '${l:-no answer}': $(tail -n 3 /tmp/park.err)"
+	echo "park.py: $l"
+	stat -c %s $tm/probe >/tmp/park.stat 2>&1 &
+	spid=$!
+	nap 3
+	if ! kill -0 $spid 2>/dev/null; then
+		echo go >&$pout
+		fail "the TCP client was served while every nfsd thread should wait on the dead peer: nothing parked"
+	fi
+	t0=${EPOCHREALTIME/./}
+	echo go >&$pout
+	for ((i = 0; i < 300; i++)); do
+		kill -0 $spid 2>/dev/null || break
+		nap 0.1
+	done
+	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	l=
+	read -r -t 10 -u $pin l || true
+	echo "park.py: ${l:-no answer}; the TCP client's stat was served ${dt} ms after the disconnect"
+	kill -0 $spid 2>/dev/null && { kill -9 $spid; fail "the TCP client still waits ${dt} ms after the disconnect (bound 2000 ms)"; }
+	wait $spid || fail "stat over TCP failed: $(cat /tmp/park.stat)"
+	exec {pin}<&- {pout}>&-
+	wait
+	((dt <= 2000)) || fail "the TCP client waited ${dt} ms after the parked connection's peer disconnected (bound 2000 ms)"
+	t0=${EPOCHREALTIME/./}
+	stat -c %s $tm/probe >/dev/null || fail "stat over TCP failed"
+	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	echo "a new stat over TCP: ${dt} ms"
+	# A new process: its start costs most of a second under TCG.
+	((dt <= 5000)) || fail "a new stat over TCP took ${dt} ms (bound 5000 ms)"
+	no_conns 5
+	echo 4 >/proc/fs/nfsd/threads
+	timeout 60 umount $tm || fail "umount of the TCP mount failed"
+	after
+}
+
 # The device deleted under load: every connection on it closes, the
 # deletion completes (nothing holds the device), and once the link is back
 # the client reconnects and its write completes correctly.
@@ -288,12 +349,19 @@ t_teardown() {
 	dmesg_clean_since_mark
 }
 
+# scenario NAME FUNC: t_run, unless FAULTS_ONLY leaves NAME out.
+scenario() {
+	[ -z "$FAULTS_ONLY" ] || [[ " $FAULTS_ONLY " == *" $1 "* ]] || return 0
+	t_run "$@"
+}
+
 t_run setup t_setup
-t_run connect_storm t_connect_storm
-t_run client_killed_mid_transfer t_client_killed_mid_transfer
-t_run link_delete_under_load t_link_delete_under_load
-t_run nfsd_stop_under_load t_nfsd_stop_under_load
-t_run rmmod_under_load t_rmmod_under_load
-t_run accept_alloc_failure t_accept_alloc_failure
+scenario connect_storm t_connect_storm
+scenario client_killed_mid_transfer t_client_killed_mid_transfer
+scenario parked_threads_released t_parked_threads_released
+scenario link_delete_under_load t_link_delete_under_load
+scenario nfsd_stop_under_load t_nfsd_stop_under_load
+scenario rmmod_under_load t_rmmod_under_load
+scenario accept_alloc_failure t_accept_alloc_failure
 t_run teardown t_teardown
 t_summary

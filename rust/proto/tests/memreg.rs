@@ -445,3 +445,38 @@ fn every_table_row_is_reachable_from_soft_devices_with_overrides() {
     }
     assert_eq!(rows.len(), 4);
 }
+
+/// Send With Invalidate needs both R bits and a device with the
+/// memory-management extensions (`IB_DEVICE_MEM_MGT_EXTENSIONS`, our
+/// `fast_reg`), whatever else the device has.
+#[test]
+fn send_with_invalidate_needs_both_r_bits_and_mem_mgt_extensions() {
+    use svcrdma_proto::memreg::send_with_invalidate;
+    for fast_reg in [false, true] {
+        for lkey in [false, true] {
+            for read_with_inv in [false, true] {
+                let c = DeviceCaps {
+                    read_with_inv,
+                    ..caps(fast_reg, lkey)
+                };
+                for client_r in [false, true] {
+                    for server_r in [false, true] {
+                        assert_eq!(
+                            send_with_invalidate(client_r, server_r, &c),
+                            client_r && server_r && fast_reg,
+                            "client R {client_r}, server R {server_r}, {c:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // A device that reports a page-list length but not the flag.
+    let c = DeviceCaps {
+        fast_reg: false,
+        max_fast_reg_page_list_len: 512,
+        local_dma_lkey: true,
+        read_with_inv: false,
+    };
+    assert!(!send_with_invalidate(true, true, &c));
+}

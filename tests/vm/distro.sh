@@ -113,6 +113,26 @@ nfsdctl_by_hand() {
 	unload_all
 	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
 }
+# The module DKMS built on the host for this kernel (scripts/distro-kernel-
+# test: dkms add/build with dkms.conf, the prepared kbuild tree) installs
+# and loads into the stock kernel.
+dkms_module_loads() {
+	local v
+	[ -f "$DKMS_KO" ] || fail "no DKMS-built module at $DKMS_KO"
+	[[ $(modinfo -F vermagic "$DKMS_KO") == "$KREL "* ]] || fail "vermagic: $(modinfo -F vermagic "$DKMS_KO")"
+	"$ROOT/scripts/install" install --krel "$KREL" "$DKMS_KO" || fail "scripts/install failed"
+	modprobe svcrdma_rs || fail "modprobe svcrdma_rs failed"
+	v=$(cat /sys/module/svcrdma_rs/version)
+	echo "loaded: svcrdma_rs version $v, $(modinfo -n svcrdma_rs)"
+	[ "$v" = "$(modinfo -F version "$DKMS_KO")" ] || fail "the loaded module is not the DKMS-built one"
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	[ "$REPLY" = rdma ] || fail "xprt_name '$REPLY'"
+	rmmod svcrdma_rs || fail "rmmod failed"
+	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
+}
+if [ -n "${DKMS_KO:-}" ]; then
+	t_run dkms_module_loads dkms_module_loads
+fi
 if [ -n "${NFSROOT:-}" ]; then
 	t_run debian13_nfs_server_unit debian13_nfs_server_unit
 	t_run nfsdctl_by_hand nfsdctl_by_hand

@@ -190,10 +190,11 @@ mod pending {
     }
 }
 
-/// Formats an optional peer address.
-struct Peer(Option<SockAddr>);
+/// Formats an optional address (a peer's, a listener's), or says it is
+/// unknown.
+pub(super) struct AddrShown(pub(super) Option<SockAddr>);
 
-impl kernel::fmt::Display for Peer {
+impl kernel::fmt::Display for AddrShown {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match &self.0 {
             Some(a) => core::fmt::Display::fmt(a, f),
@@ -229,7 +230,7 @@ pub(super) unsafe fn connect_request(
         Err(why) => {
             pr_warn_ratelimited!(
                 "refusing connection from {} on {} ({}): {}\n",
-                Peer(peer),
+                AddrShown(peer),
                 name,
                 transport.name(),
                 Show(why)
@@ -252,7 +253,10 @@ pub(super) unsafe fn connect_request(
     // Allocate before taking the id: an error after `adopt` would have to
     // destroy the id inside its own handler, which deadlocks.
     let Ok(slot) = KBox::<Pending>::new_uninit(GFP_KERNEL) else {
-        pr_warn_ratelimited!("refusing connection from {}: out of memory\n", Peer(peer));
+        pr_warn_ratelimited!(
+            "refusing connection from {}: out of memory\n",
+            AddrShown(peer)
+        );
         id.reject();
         return 1;
     };
@@ -262,7 +266,10 @@ pub(super) unsafe fn connect_request(
         unsafe { Pending::adopt(slot, id, attrs, ord) }
     });
     if queued.is_err() {
-        pr_warn_ratelimited!("refusing connection from {}: out of memory\n", Peer(peer));
+        pr_warn_ratelimited!(
+            "refusing connection from {}: out of memory\n",
+            AddrShown(peer)
+        );
         id.reject();
         return 1;
     }
@@ -290,7 +297,7 @@ pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
             Err(e) => {
                 pr_warn_ratelimited!(
                     "connection from {} on {} failed: error {}\n",
-                    Peer(peer),
+                    AddrShown(peer),
                     device,
                     e.to_errno()
                 );
@@ -470,7 +477,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     pr_info_ratelimited!(
         "connection {} from {} on {} ({}): {}\n",
         conn.id,
-        Peer(info.peer),
+        AddrShown(info.peer),
         info.device,
         info.transport.name(),
         info.model.log_text()

@@ -28,7 +28,7 @@ use kernel::{
 };
 
 use super::{
-    accept::{self, Pending},
+    accept::{self, AddrShown, Pending},
     ops::CLASS,
     registry::{registry, DevName, Registry},
 };
@@ -95,18 +95,6 @@ pub(crate) struct Listener {
     #[pin]
     queue: Mutex<KVec<KBox<Pending>>>,
     registry: Arc<Registry>,
-}
-
-/// Formats an optional address.
-struct Addr(Option<SockAddr>);
-
-impl kernel::fmt::Display for Addr {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match &self.0 {
-            Some(a) => core::fmt::Display::fmt(a, f),
-            None => f.write_str("(unknown address)"),
-        }
-    }
 }
 
 impl Listener {
@@ -221,13 +209,13 @@ impl Listener {
         if kind == bindings::RDMA_CM_EVENT_DEVICE_REMOVAL {
             pr_warn_ratelimited!(
                 "listener on {}: device {} removed; listening again once the address is usable\n",
-                Addr(s.shown),
+                AddrShown(s.shown),
                 Dev(dev)
             );
         } else {
             pr_warn_ratelimited!(
                 "listener on {}: address moved off device {}; listening again\n",
-                Addr(s.shown),
+                AddrShown(s.shown),
                 Dev(dev)
             );
         }
@@ -282,7 +270,7 @@ impl Listener {
                 s.tries = 0;
                 pr_info_ratelimited!(
                     "listener on {}: listening again (device {})\n",
-                    Addr(s.shown),
+                    AddrShown(s.shown),
                     Dev(dev)
                 );
             }

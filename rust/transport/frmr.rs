@@ -10,7 +10,9 @@
 //! (`ib_update_fast_reg_key`), REG_MR, the Read, then invalidation (Read
 //! With Invalidate on iWARP when the device has it, LOCAL_INV otherwise).
 //! The entry goes back to the pool only after the invalidation completed,
-//! so no key stays valid after its RPC.
+//! so no key stays valid after its RPC. After a failed chain the entry is
+//! retired instead ([`FrmrPool::retire`]): its MR deregistered, never used
+//! again.
 //!
 //! Which entries are free is kept by the connection ([`MrFree`], handed
 //! out in turn); an entry's scatterlist belongs to whoever took the entry.
@@ -81,7 +83,8 @@ impl MrFree {
 
 /// One MR and the scatterlist it is mapped from.
 pub(crate) struct FrmrEntry {
-    pub(crate) mr: Mr,
+    /// `None` once retired.
+    mr: UnsafeCell<Option<Mr>>,
     sgl: UnsafeCell<KVec<bindings::scatterlist>>,
     /// Entries of `sgl` DMA-mapped (0: none).
     mapped: UnsafeCell<i32>,
@@ -119,7 +122,7 @@ impl FrmrPool {
             sgl.resize(pages_per_mr as usize, Default::default(), GFP_KERNEL)?;
             entries.push(
                 FrmrEntry {
-                    mr: Mr::new(pd, pages_per_mr)?,
+                    mr: UnsafeCell::new(Some(Mr::new(pd, pages_per_mr)?)),
                     sgl: UnsafeCell::new(sgl),
                     mapped: UnsafeCell::new(0),
                 },
@@ -161,7 +164,9 @@ impl FrmrPool {
     ) -> Result<*mut bindings::ib_mr> {
         let e = self.entries.get(usize::from(index)).ok_or(EINVAL)?;
         // SAFETY: the caller holds the entry: nobody else touches it.
-        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
+        let (sgl, mapped, mr) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get(), &*e.mr.get()) };
+        // A retired entry is never mapped again.
+        let mr = mr.as_ref().ok_or(EINVAL)?.as_ptr();
         let (count, bytes) = pages
             .clone()
             .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
@@ -188,7 +193,6 @@ impl FrmrPool {
             return Err(EIO);
         }
         *mapped = n as i32;
-        let mr = e.mr.as_ptr();
         // SAFETY: the MR is ours (held entry) and not registered (it was
         // invalidated before its return to the pool); `got` mapped entries.
         let done = unsafe {
@@ -233,8 +237,51 @@ impl FrmrPool {
         }
     }
 
-    /// The MR of entry `index`.
-    pub(crate) fn mr(&self, index: u16) -> Option<*mut bindings::ib_mr> {
-        self.entries.get(usize::from(index)).map(|e| e.mr.as_ptr())
+    /// The MR of entry `index` (`None` once retired).
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index`.
+    pub(crate) unsafe fn mr(&self, index: u16) -> Option<*mut bindings::ib_mr> {
+        let e = self.entries.get(usize::from(index))?;
+        // SAFETY: the caller holds the entry: only it changes the field.
+        unsafe { &*e.mr.get() }.as_ref().map(|m| m.as_ptr())
+    }
+
+    /// Takes entry `index` out of use for good, after a failed chain may
+    /// have left its MR registered: deregisters the MR, then undoes the
+    /// DMA mapping of its pages (on `dev`, if the device is still known).
+    /// If the device refuses to deregister, the entry keeps both until the
+    /// pool is dropped (the mapping must outlive any translation the
+    /// device still holds) and `EBUSY` says so. The caller never returns
+    /// the entry to the free list.
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index`, and no work request that uses
+    /// its MR may be outstanding or be posted any more.
+    pub(crate) unsafe fn retire(
+        &self,
+        dev: Option<*mut bindings::ib_device>,
+        index: u16,
+    ) -> Result {
+        let Some(e) = self.entries.get(usize::from(index)) else {
+            return Ok(());
+        };
+        // SAFETY: the caller holds the entry: nobody else touches it.
+        let slot = unsafe { &mut *e.mr.get() };
+        if let Some(mr) = slot.take() {
+            // SAFETY: idle and never posted again (function contract).
+            if let Err(mr) = unsafe { mr.deregister() } {
+                *slot = Some(mr);
+                return Err(EBUSY);
+            }
+        }
+        if let Some(dev) = dev {
+            // SAFETY: we hold the entry; the device no longer translates
+            // through its MR (deregistered above).
+            unsafe { self.unmap(dev, index) };
+        }
+        Ok(())
     }
 }

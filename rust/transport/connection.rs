@@ -161,6 +161,16 @@ impl Connection {
         }
     }
 
+    /// The FRMR pool allocated or retired entries: sysfs shows the counts.
+    pub(crate) fn frmr_changed(&self) {
+        let Some(pool) = self.res().and_then(|r| r.frmrs.as_ref()) else {
+            return;
+        };
+        if let Some(dir) = self.sysfs.as_ref() {
+            dir.data().set_frmr(pool.allocated(), pool.retired());
+        }
+    }
+
     /// A receive completed: queue it for nfsd.
     pub(crate) fn received(&self, index: u16) {
         let queued = self.ready.lock().push_within_capacity(index).is_ok();

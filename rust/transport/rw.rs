@@ -22,7 +22,7 @@ use kernel::prelude::*;
 use super::{connection::Connection, ctxt::CallCtxt, sq::post_and_wait};
 use crate::{
     bindings,
-    log::pr_warn_ratelimited,
+    log::{pr_info_ratelimited, pr_warn_ratelimited},
     proto::{
         budget::{self, Budget, ReadSink},
         memreg::Model,
@@ -84,6 +84,7 @@ fn build_reads(
         } => {
             let pool = res.frmrs.as_ref().ok_or(EINVAL)?;
             let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
+            let mut allocated = pool.allocated();
             let mut access = bindings::IB_ACCESS_LOCAL_WRITE;
             if sink_remote_write {
                 access |= bindings::IB_ACCESS_REMOTE_WRITE;
@@ -98,8 +99,14 @@ fn build_reads(
                     *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
                     // SAFETY: we hold the entry; the argument pages stay
-                    // allocated for the RPC, past the Reads' completion.
-                    let mr = unsafe { pool.map(dev, index, pages, n) }?;
+                    // allocated for the RPC, past the Reads' completion;
+                    // the connection's PD outlives its pool.
+                    let mr = unsafe { pool.map(&res.pd, dev, index, pages, n) };
+                    if pool.allocated() != allocated {
+                        allocated = pool.allocated();
+                        conn.frmr_changed();
+                    }
+                    let mr = mr?;
                     // SAFETY: the MR is ours and not registered.
                     let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
                     ctxt.chain.reg_mr(mr, key, access)?;
@@ -314,7 +321,14 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
             conn.id,
             kept
         );
+    } else {
+        pr_info_ratelimited!(
+            "connection {}: the {} memory regions of a failed RDMA Read are deregistered\n",
+            conn.id,
+            ctxt.mrs.len()
+        );
     }
+    conn.frmr_changed();
     // Not given back: retired entries are never used again.
     ctxt.mrs.clear();
 }

@@ -66,5 +66,5 @@ MODULE_PARM_DESC(dma_mr,
 SVCRDMA_RS_PARAM_OPS(debug_caps, SVCRDMA_RS_PARAM_DEBUG_CAPS);
 module_param_cb(debug_caps, &debug_caps_ops, NULL, 0644);
 MODULE_PARM_DESC(debug_caps,
-		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): override device capabilities for the memory-model choice, comma-separated: no_fast_reg, no_local_dma_lkey, local_dma_lkey; empty for none.");
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): override device capabilities for the memory-model choice, comma-separated: no_fast_reg, no_local_dma_lkey, local_dma_lkey, short_page_list; empty for none.");
 #endif

@@ -55,7 +55,7 @@ static MEMREG: Atomic<i32> = Atomic::new(0);
 /// `dma_mr`, as an index into [`DmaMrAllowed::ALL`], or [`UNSET`].
 static DMA_MR: Atomic<i32> = Atomic::new(UNSET);
 /// `debug_caps`: bit 0 no_fast_reg, bits 1-2 local_dma_lkey (0 none,
-/// 1 false, 2 true).
+/// 1 false, 2 true), bit 3 short_page_list.
 static DEBUG_CAPS: Atomic<i32> = Atomic::new(0);
 
 /// The current `memreg`.
@@ -93,6 +93,7 @@ pub(crate) fn caps_override() -> CapsOverride {
             2 => Some(true),
             _ => None,
         },
+        short_page_list: v & 8 != 0,
     }
 }
 
@@ -103,6 +104,7 @@ fn encode_caps_override(o: CapsOverride) -> i32 {
             Some(false) => 2,
             Some(true) => 4,
         }
+        | if o.short_page_list { 8 } else { 0 }
 }
 
 /// Checks the build-time defaults once at load.
@@ -159,7 +161,7 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
         PARAM_DMA_MR => ("dma_mr", "never, ib_only, always"),
         _ => (
             "debug_caps",
-            "a comma-separated list of no_fast_reg, no_local_dma_lkey, local_dma_lkey, or empty",
+            "a comma-separated list of no_fast_reg, no_local_dma_lkey, local_dma_lkey, short_page_list, or empty",
         ),
     };
     // Show the value as written, without the newline `echo` adds.

@@ -319,7 +319,9 @@ impl DmaMrAllowed {
 
 /// Test-only capability overrides (the `debug_caps` parameter of a debug
 /// build): hide fast registration, or hide or pretend a global lkey, so that
-/// every row of the table can be exercised on soft-RoCE and soft-iWARP.
+/// every row of the table can be exercised on soft-RoCE and soft-iWARP; or
+/// shrink the fast-registration page list to one page, so that a Call can
+/// need more MRs than a connection has (`budget`).
 ///
 /// Pretending a global lkey is safe: local access always uses the PD's local
 /// lkey, which exists either way; only the decision changes.
@@ -329,11 +331,13 @@ pub struct CapsOverride {
     pub no_fast_reg: bool,
     /// Force the global-lkey capability to this value.
     pub local_dma_lkey: Option<bool>,
+    /// Let each MR map one page at most.
+    pub short_page_list: bool,
 }
 
 impl CapsOverride {
     /// Parses `no_fast_reg`, `no_local_dma_lkey`, `local_dma_lkey`,
-    /// comma-separated (empty: no override; one trailing newline allowed).
+    /// `short_page_list`, comma-separated (empty: no override; one trailing newline allowed).
     /// Unknown, repeated or contradictory tokens are refused.
     pub fn parse(s: &[u8]) -> Option<Self> {
         let s = param_text(s);
@@ -348,6 +352,7 @@ impl CapsOverride {
                     o.local_dma_lkey = Some(false)
                 }
                 b"local_dma_lkey" if o.local_dma_lkey.is_none() => o.local_dma_lkey = Some(true),
+                b"short_page_list" if !o.short_page_list => o.short_page_list = true,
                 _ => return None,
             }
         }
@@ -359,6 +364,11 @@ impl CapsOverride {
         DeviceCaps {
             fast_reg: caps.fast_reg && !self.no_fast_reg,
             local_dma_lkey: self.local_dma_lkey.unwrap_or(caps.local_dma_lkey),
+            max_fast_reg_page_list_len: if self.short_page_list {
+                caps.max_fast_reg_page_list_len.min(1)
+            } else {
+                caps.max_fast_reg_page_list_len
+            },
             ..caps
         }
     }
@@ -366,15 +376,21 @@ impl CapsOverride {
 
 impl fmt::Display for CapsOverride {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lkey = match self.local_dma_lkey {
+            Some(false) => Some("no_local_dma_lkey"),
+            Some(true) => Some("local_dma_lkey"),
+            None => None,
+        };
+        let tokens = [
+            self.no_fast_reg.then_some("no_fast_reg"),
+            lkey,
+            self.short_page_list.then_some("short_page_list"),
+        ];
         let mut sep = "";
-        if self.no_fast_reg {
-            f.write_str("no_fast_reg")?;
+        for t in tokens.into_iter().flatten() {
+            write!(f, "{sep}{t}")?;
             sep = ",";
         }
-        match self.local_dma_lkey {
-            Some(false) => write!(f, "{sep}no_local_dma_lkey"),
-            Some(true) => write!(f, "{sep}local_dma_lkey"),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addr;
+pub mod budget;
 pub mod cm_private;
 pub mod inline;
 pub mod layout;

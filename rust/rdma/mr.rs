@@ -39,6 +39,24 @@ impl Mr {
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_mr {
         self.ptr.as_ptr()
     }
+
+    /// Deregisters the MR now; gives it back if the device refused.
+    ///
+    /// # Safety
+    ///
+    /// No work request that uses the MR may be outstanding, and none may be
+    /// posted any more (as for the drop at teardown).
+    pub(crate) unsafe fn deregister(self) -> core::result::Result<(), Self> {
+        // SAFETY: live and ours (invariant); idle (function contract).
+        let rc = unsafe { bindings::svcrdma_rs_dereg_mr(self.as_ptr()) };
+        if rc != 0 {
+            // `ib_dereg_mr` keeps the MR when the driver fails.
+            return Err(self);
+        }
+        // Freed by the call above: no second deregistration on drop.
+        core::mem::forget(self);
+        Ok(())
+    }
 }
 
 impl Drop for Mr {

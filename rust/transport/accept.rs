@@ -325,9 +325,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
     let recv_cq = Cq::new(&dev, depths.recv_wr)?;
     let frmrs = match model {
         Model::Frmr { .. } => Some(FrmrPool::new(
-            &pd,
             depths.credits,
-            dev.caps().max_fast_reg_page_list_len,
+            // The capabilities the policy saw (test overrides applied).
+            p.attrs().caps.max_fast_reg_page_list_len,
             attrs.max_mr,
         )?),
         _ => None,

@@ -258,7 +258,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         return Err(EMSGSIZE);
     }
     // Pool empty and at its bound: sunrpc retries after a short delay.
-    let mut ctxt = conn.ctxt_get().ok_or(ENOMEM)?;
+    let mut ctxt = conn.ctxt_get(false).ok_or(ENOMEM)?;
     let built = (|| -> Result<usize> {
         let n = encode_call_header(&mut ctxt.send_buf[..], rq.xid(), BC_CREDITS)
             .map_err(|_| EMSGSIZE)?;

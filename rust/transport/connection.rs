@@ -161,6 +161,16 @@ impl Connection {
         }
     }
 
+    /// The FRMR pool allocated or retired entries: sysfs shows the counts.
+    pub(crate) fn frmr_changed(&self) {
+        let Some(pool) = self.res().and_then(|r| r.frmrs.as_ref()) else {
+            return;
+        };
+        if let Some(dir) = self.sysfs.as_ref() {
+            dir.data().set_frmr(pool.allocated(), pool.retired());
+        }
+    }
+
     /// A receive completed: queue it for nfsd.
     pub(crate) fn received(&self, index: u16) {
         let queued = self.ready.lock().push_within_capacity(index).is_ok();
@@ -271,6 +281,11 @@ impl Connection {
         self.mr_free.fill(mrs)
     }
 
+    /// Send-queue slots in all (the most one chain can hold).
+    pub(crate) fn sq_slots(&self) -> u32 {
+        self.sq.total()
+    }
+
     /// Takes `n` send-queue slots, waiting in turn while others hold them;
     /// fails once the connection is closing.
     pub(crate) fn sq_reserve(&self, n: u32) -> Result {
@@ -302,16 +317,26 @@ impl Connection {
     }
 
     /// A context for a new RPC: from the pool, or a new one while the pool
-    /// is below its bound.
-    pub(crate) fn ctxt_get(&self) -> Option<KBox<CallCtxt>> {
+    /// is below its bound. Calls leave the last context of the bound to
+    /// `for_answer` (the RDMA_ERROR answering a Call over the bound), so a
+    /// client that sends more Calls than it may have in flight is told,
+    /// not left waiting for a Reply that never comes.
+    pub(crate) fn ctxt_get(&self, for_answer: bool) -> Option<KBox<CallCtxt>> {
         {
             let mut pool = self.ctxts.lock();
+            let bound = pool.free.capacity();
+            let limit = if for_answer {
+                bound
+            } else {
+                bound.saturating_sub(1)
+            };
+            let in_use = pool.total.saturating_sub(pool.free.len());
+            if in_use >= limit {
+                return None;
+            }
             if let Some(mut c) = pool.free.pop() {
                 c.reset();
                 return Some(c);
-            }
-            if pool.total >= pool.free.capacity() {
-                return None;
             }
             pool.total += 1;
         }
@@ -331,24 +356,13 @@ impl Connection {
     pub(crate) fn ctxt_put(&self, mut c: KBox<CallCtxt>) {
         c.reset();
         if !c.mrs.is_empty() {
-            // Its RPC failed before invalidating them: they may still be
-            // registered for the client to write. The QP goes down first,
-            // then they are unmapped and returned.
+            // Cannot happen: `rw::read_chunks` releases or retires every MR
+            // it takes. Were one still held, it might be registered, and
+            // this may run in completion context, where it cannot be
+            // deregistered: the connection closes and the entries stay out
+            // of the pool, mapped, until the pool drops after the QP.
             self.close();
-        }
-        if let Some(r) = self.res() {
-            if let Some(f) = r.frmrs.as_ref() {
-                let dev = r.cm_id.device().map(|d| d.as_ptr());
-                for &i in c.mrs.iter() {
-                    if let Some(dev) = dev {
-                        // SAFETY: the context holds entry `i`.
-                        unsafe { f.unmap(dev, i) };
-                    }
-                }
-            }
-        }
-        if !c.mrs.is_empty() {
-            self.mrs_give(&mut c.mrs);
+            c.mrs.clear();
         }
         let mut pool = self.ctxts.lock();
         // Capacity for the bound was reserved at creation.

@@ -2,22 +2,35 @@
 
 //! The per-connection pool of fast-registration MRs (the FRMR model).
 //!
-//! Sized once, at accept, from the device's limits: each MR maps up to one
+//! Sized at accept from the device's limits: each MR maps up to one
 //! maximal RPC payload (or the device's page-list limit, if smaller), and
-//! there are enough for every credit to have two sinks registered at once.
+//! there may be enough for every credit to have two sinks registered at
+//! once. Only the table is allocated at accept (a few dozen bytes per
+//! entry): an entry's MR and scatterlist (up to 40 KiB for a 4 MiB
+//! payload) are allocated the first time a Call uses the entry, by the
+//! nfsd thread holding it, and kept until the connection is freed. The
+//! free list hands out the most recently returned entry first, so a
+//! connection holds as many MRs as it ever had Reads in flight at once,
+//! not its bound; a client that never authenticates or never sends a Read
+//! chunk costs none.
 //!
 //! An RDMA Read sink is registered for exactly one Read: a fresh key
 //! (`ib_update_fast_reg_key`), REG_MR, the Read, then invalidation (Read
 //! With Invalidate on iWARP when the device has it, LOCAL_INV otherwise).
 //! The entry goes back to the pool only after the invalidation completed,
-//! so no key stays valid after its RPC.
+//! so no key stays valid after its RPC. After a failed chain the entry is
+//! retired instead ([`FrmrPool::retire`]): its MR deregistered, never used
+//! again.
 //!
 //! Which entries are free is kept by the connection ([`MrFree`], handed
 //! out in turn); an entry's scatterlist belongs to whoever took the entry.
 
 use core::cell::UnsafeCell;
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+};
 
 use super::fair::FairPool;
 use crate::{
@@ -79,9 +92,13 @@ impl MrFree {
     }
 }
 
-/// One MR and the scatterlist it is mapped from.
+/// One MR and the scatterlist it is mapped from (both empty until the
+/// entry's first use).
 pub(crate) struct FrmrEntry {
-    pub(crate) mr: Mr,
+    /// `None` before the first use and once retired.
+    mr: UnsafeCell<Option<Mr>>,
+    /// Set by [`FrmrPool::retire`]: the entry is never used again.
+    retired: UnsafeCell<bool>,
     sgl: UnsafeCell<KVec<bindings::scatterlist>>,
     /// Entries of `sgl` DMA-mapped (0: none).
     mapped: UnsafeCell<i32>,
@@ -91,6 +108,10 @@ pub(crate) struct FrmrEntry {
 pub(crate) struct FrmrPool {
     entries: KVec<FrmrEntry>,
     pages_per_mr: u32,
+    /// Entries whose MR was allocated (retired ones included).
+    allocated: Atomic<u32>,
+    /// Entries retired.
+    retired: Atomic<u32>,
 }
 
 // SAFETY: an entry is used by one thread at a time: the one that took it
@@ -100,14 +121,11 @@ unsafe impl Send for FrmrPool {}
 unsafe impl Sync for FrmrPool {}
 
 impl FrmrPool {
-    /// Allocates MRs for `credits` concurrent RPCs, each mapping up to
-    /// `min(max_payload, device limit)` pages, within the device's MR count.
-    pub(crate) fn new(
-        pd: &Pd,
-        credits: u32,
-        max_fast_reg_page_list_len: u32,
-        max_mr: u32,
-    ) -> Result<Self> {
+    /// A pool of entries for `credits` concurrent RPCs, each MR mapping up
+    /// to `min(max_payload, device limit)` pages, within the device's MR
+    /// count. Allocates only the table: MRs come with first use
+    /// ([`FrmrPool::map`]).
+    pub(crate) fn new(credits: u32, max_fast_reg_page_list_len: u32, max_mr: u32) -> Result<Self> {
         let pages_per_mr = MAX_PAYLOAD_PAGES.min(max_fast_reg_page_list_len);
         if pages_per_mr == 0 {
             return Err(EINVAL);
@@ -115,12 +133,11 @@ impl FrmrPool {
         let count = credits.saturating_mul(MRS_PER_CREDIT).min(max_mr).max(1);
         let mut entries = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for _ in 0..count {
-            let mut sgl = KVec::with_capacity(pages_per_mr as usize, GFP_KERNEL)?;
-            sgl.resize(pages_per_mr as usize, Default::default(), GFP_KERNEL)?;
             entries.push(
                 FrmrEntry {
-                    mr: Mr::new(pd, pages_per_mr)?,
-                    sgl: UnsafeCell::new(sgl),
+                    mr: UnsafeCell::new(None),
+                    retired: UnsafeCell::new(false),
+                    sgl: UnsafeCell::new(KVec::new()),
                     mapped: UnsafeCell::new(0),
                 },
                 GFP_KERNEL,
@@ -129,12 +146,24 @@ impl FrmrPool {
         Ok(Self {
             entries,
             pages_per_mr,
+            allocated: Atomic::new(0),
+            retired: Atomic::new(0),
         })
     }
 
     /// How many MRs the pool holds.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Entries whose MR was ever allocated.
+    pub(crate) fn allocated(&self) -> u32 {
+        self.allocated.load(Relaxed)
+    }
+
+    /// Entries retired after a failed Read.
+    pub(crate) fn retired(&self) -> u32 {
+        self.retired.load(Relaxed)
     }
 
     /// Pages one MR maps at most.
@@ -146,14 +175,17 @@ impl FrmrPool {
     /// only the first may start inside its page, only the last may end
     /// inside it) into entry `index` for the device to write; they must
     /// add up to `len` bytes. Returns the MR, whose `iova` then addresses
-    /// the first byte.
+    /// the first byte. The entry's MR (on `pd`) and scatterlist are
+    /// allocated on its first use.
     ///
     /// # Safety
     ///
     /// The caller must hold entry `index` (taken from the free list), and
-    /// the pages must stay allocated until [`FrmrPool::unmap`].
+    /// the pages must stay allocated until [`FrmrPool::unmap`]. `pd` must
+    /// be the connection's, which outlives the pool.
     pub(crate) unsafe fn map(
         &self,
+        pd: &Pd,
         dev: *mut bindings::ib_device,
         index: u16,
         pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
@@ -161,7 +193,32 @@ impl FrmrPool {
     ) -> Result<*mut bindings::ib_mr> {
         let e = self.entries.get(usize::from(index)).ok_or(EINVAL)?;
         // SAFETY: the caller holds the entry: nobody else touches it.
-        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
+        let (sgl, mapped, slot, retired) = unsafe {
+            (
+                &mut *e.sgl.get(),
+                &mut *e.mapped.get(),
+                &mut *e.mr.get(),
+                *e.retired.get(),
+            )
+        };
+        // A retired entry is never used again.
+        if retired {
+            return Err(EINVAL);
+        }
+        let mr = match slot {
+            Some(mr) => mr.as_ptr(),
+            None => {
+                // First use. The scatterlist first: if the MR cannot be
+                // had, the next use tries again with it in place.
+                let n = self.pages_per_mr as usize;
+                if sgl.len() < n {
+                    sgl.resize(n, Default::default(), GFP_KERNEL)?;
+                }
+                let mr = slot.insert(Mr::new(pd, self.pages_per_mr)?).as_ptr();
+                self.allocated.fetch_add(1, Relaxed);
+                mr
+            }
+        };
         let (count, bytes) = pages
             .clone()
             .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
@@ -188,7 +245,6 @@ impl FrmrPool {
             return Err(EIO);
         }
         *mapped = n as i32;
-        let mr = e.mr.as_ptr();
         // SAFETY: the MR is ours (held entry) and not registered (it was
         // invalidated before its return to the pool); `got` mapped entries.
         let done = unsafe {
@@ -233,8 +289,55 @@ impl FrmrPool {
         }
     }
 
-    /// The MR of entry `index`.
-    pub(crate) fn mr(&self, index: u16) -> Option<*mut bindings::ib_mr> {
-        self.entries.get(usize::from(index)).map(|e| e.mr.as_ptr())
+    /// The MR of entry `index` (`None` once retired).
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index`.
+    pub(crate) unsafe fn mr(&self, index: u16) -> Option<*mut bindings::ib_mr> {
+        let e = self.entries.get(usize::from(index))?;
+        // SAFETY: the caller holds the entry: only it changes the field.
+        unsafe { &*e.mr.get() }.as_ref().map(|m| m.as_ptr())
+    }
+
+    /// Takes entry `index` out of use for good, after a failed chain may
+    /// have left its MR registered: deregisters the MR, then undoes the
+    /// DMA mapping of its pages (on `dev`, if the device is still known).
+    /// If the device refuses to deregister, the entry keeps both until the
+    /// pool is dropped (the mapping must outlive any translation the
+    /// device still holds) and `EBUSY` says so. The caller never returns
+    /// the entry to the free list.
+    ///
+    /// # Safety
+    ///
+    /// The caller must hold entry `index`, and no work request that uses
+    /// its MR may be outstanding or be posted any more.
+    pub(crate) unsafe fn retire(
+        &self,
+        dev: Option<*mut bindings::ib_device>,
+        index: u16,
+    ) -> Result {
+        let Some(e) = self.entries.get(usize::from(index)) else {
+            return Ok(());
+        };
+        // SAFETY: the caller holds the entry: nobody else touches it.
+        let (slot, retired) = unsafe { (&mut *e.mr.get(), &mut *e.retired.get()) };
+        if !*retired {
+            self.retired.fetch_add(1, Relaxed);
+        }
+        *retired = true;
+        if let Some(mr) = slot.take() {
+            // SAFETY: idle and never posted again (function contract).
+            if let Err(mr) = unsafe { mr.deregister() } {
+                *slot = Some(mr);
+                return Err(EBUSY);
+            }
+        }
+        if let Some(dev) = dev {
+            // SAFETY: we hold the entry; the device no longer translates
+            // through its MR (deregistered above).
+            unsafe { self.unmap(dev, index) };
+        }
+        Ok(())
     }
 }

@@ -19,8 +19,9 @@ use crate::{
     bindings,
     log::pr_warn_ratelimited,
     proto::{
+        budget::{answer_when_busy, Cost},
         layout::{call_layout, Place, ReadChunkRef},
-        rpcrdma::header::{decode, decode_kept, DecodeError, Limits, Proc},
+        rpcrdma::header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
     },
     sunrpc::Rqst,
 };
@@ -48,17 +49,11 @@ pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_i
     let next = conn.next_received();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
-    let (Some(index), Some(res)) = (next, conn.res()) else {
+    let (Some(index), Some(_)) = (next, conn.res()) else {
         return 0;
     };
-    let Some(mut ctxt) = conn.ctxt_get() else {
-        pr_warn_ratelimited!(
-            "connection {}: more Calls in progress than contexts, dropping one\n",
-            conn.id
-        );
-        if res.recv.post(&res.qp, index).is_err() {
-            conn.close();
-        }
+    let Some(mut ctxt) = conn.ctxt_get(false) else {
+        answer_busy(conn, index);
         return 0;
     };
     let got = receive(conn, &mut rq, &mut ctxt, index);
@@ -79,6 +74,48 @@ pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_i
             conn.ctxt_put(ctxt);
             0
         }
+    }
+}
+
+/// Answers message `index`, which arrived while every context for Calls
+/// was in use: the client has far more Calls in flight than its credits
+/// allow. It gets `ERR_CHUNK` (`proto::budget::answer_when_busy`) from the
+/// context kept for this, rather than silence that an NFSv4 client would
+/// wait on until it reconnects. Only if that context is busy too (another
+/// such answer is in flight) is the message dropped.
+fn answer_busy(conn: &Connection, index: u16) {
+    let Some(res) = conn.res() else {
+        return;
+    };
+    // SAFETY: `index` came from the ready queue and is reposted below,
+    // after its last use.
+    let err = unsafe { res.recv.message(index) }.and_then(|m| answer_when_busy(m, &LIMITS));
+    if res.recv.post(&res.qp, index).is_err() {
+        conn.close();
+    }
+    let Some(err) = err else {
+        pr_warn_ratelimited!(
+            "connection {}: more Calls in progress than contexts, dropping a message that gets no answer\n",
+            conn.id
+        );
+        return;
+    };
+    let Some(mut ctxt) = conn.ctxt_get(true) else {
+        pr_warn_ratelimited!(
+            "connection {}: more Calls in progress than contexts, dropping one\n",
+            conn.id
+        );
+        return;
+    };
+    pr_warn_ratelimited!(
+        "connection {}: more Calls in progress than contexts, answered with RDMA_ERROR\n",
+        conn.id
+    );
+    match sendto::build_error(conn, &mut ctxt, &err) {
+        Ok(true) => {
+            let _ = post_reply(conn, ctxt);
+        }
+        _ => conn.ctxt_put(ctxt),
     }
 }
 
@@ -195,6 +232,22 @@ fn receive(
         Ok(l) => l,
         Err(e) => return reject(conn, ctxt, xid, e.as_str(), repost),
     };
+    // A Call whose Reads need more MRs or send-queue slots than the
+    // connection has could never be served: it is answered, not waited on.
+    if let Some(budget) = rw::budget(conn) {
+        let mut cost = Cost::default();
+        for step in &steps[..nsteps] {
+            if let Place::Chunk { chunk, dst, .. } = *step {
+                if let Some(c) = header.reads.chunks().nth(chunk) {
+                    let lens = c.segments.iter().map(|s| s.length as usize);
+                    cost = cost.plus(budget.read_cost(dst as usize, lens));
+                }
+            }
+        }
+        if let Err(over) = budget.check(cost) {
+            return reject(conn, ctxt, xid, over.as_str(), repost);
+        }
+    }
 
     // Keep the header for the Reply, copy the inline part, free the buffer.
     ctxt.hdr.clear();
@@ -271,7 +324,8 @@ fn receive(
     Ok(total as usize)
 }
 
-/// Answers a Call whose chunks cannot be placed with ERR_CHUNK.
+/// Answers a Call whose chunks cannot be placed, or need more than the
+/// connection has, with ERR_CHUNK.
 fn reject(
     conn: &Connection,
     ctxt: &mut CallCtxt,
@@ -281,13 +335,13 @@ fn reject(
 ) -> core::result::Result<usize, NoCall> {
     repost(conn);
     pr_warn_ratelimited!(
-        "connection {}: cannot place the Call's read chunks ({}), answered with RDMA_ERROR\n",
+        "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",
         conn.id,
         why
     );
     let e = DecodeError::Chunk {
         xid,
-        reason: crate::proto::rpcrdma::header::ChunkError::TooManyReadSegments,
+        reason: ChunkError::OverResources,
     };
     Err(answer(conn, ctxt, &e))
 }

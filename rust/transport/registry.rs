@@ -148,7 +148,8 @@ pub(crate) struct ConnAttrs {
     pub(crate) server_r: bool,
     /// Credits granted.
     pub(crate) credits: u32,
-    /// MRs in the connection's FRMR pool (0 unless the model is FRMR).
+    /// Entries in the connection's FRMR pool, the most MRs it may have (0
+    /// unless the model is FRMR).
     pub(crate) frmr_pool: usize,
     /// The device's capabilities (test overrides applied) at accept.
     pub(crate) caps: DeviceCaps,
@@ -168,6 +169,10 @@ pub(crate) struct ConnView {
     pub(crate) info: ConnAttrs,
     /// nfsd bound an NFSv4.1 backchannel to the connection (set once).
     backchannel: Atomic<bool>,
+    /// FRMR pool entries whose MR exists (allocated on first use).
+    frmr_allocated: Atomic<u32>,
+    /// FRMR pool entries retired after a failed Read.
+    frmr_retired: Atomic<u32>,
 }
 
 impl ConnView {
@@ -175,6 +180,12 @@ impl ConnView {
     #[cfg_attr(not(svcrdma_rs_backchannel), allow(dead_code))]
     pub(crate) fn set_backchannel(&self) {
         self.backchannel.store(true, Relaxed);
+    }
+
+    /// Records the FRMR pool's counts.
+    pub(crate) fn set_frmr(&self, allocated: u32, retired: u32) {
+        self.frmr_allocated.store(allocated, Relaxed);
+        self.frmr_retired.store(retired, Relaxed);
     }
 }
 
@@ -201,6 +212,12 @@ impl Attrs for ConnView {
         }),
         (c"credits", |c, w| write!(w, "{}", c.info.credits)),
         (c"frmr_pool", |c, w| write!(w, "{}", c.info.frmr_pool)),
+        (c"frmr_allocated", |c, w| {
+            write!(w, "{}", c.frmr_allocated.load(Relaxed))
+        }),
+        (c"frmr_retired", |c, w| {
+            write!(w, "{}", c.frmr_retired.load(Relaxed))
+        }),
         (c"backchannel", |c, w| {
             write!(w, "{}", u8::from(c.backchannel.load(Relaxed)))
         }),
@@ -317,6 +334,8 @@ impl Registry {
         let view = ConnView {
             info,
             backchannel: Atomic::new(false),
+            frmr_allocated: Atomic::new(0),
+            frmr_retired: Atomic::new(0),
         };
         Dir::new(&self.conns_dir, &name, view)
     }

@@ -22,7 +22,9 @@ use kernel::prelude::*;
 use super::{connection::Connection, ctxt::CallCtxt, sq::post_and_wait};
 use crate::{
     bindings,
+    log::{pr_info_ratelimited, pr_warn_ratelimited},
     proto::{
+        budget::{self, Budget, ReadSink},
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
@@ -33,10 +35,31 @@ use crate::{
 /// SGEs of one work request, at most.
 const MAX_SGE: usize = 8;
 
-/// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go:
-/// one MR maps whole pages after the first one's offset.
+/// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go
+/// (the cut [`budget`]'s costs are computed by).
 fn frmr_piece(at: usize, left: usize, max_bytes: usize) -> usize {
-    left.min(max_bytes - at % PAGE_SIZE)
+    budget::frmr_piece(at, left, max_bytes, PAGE_SIZE)
+}
+
+/// What one RPC can have of `conn`'s send queue and MR pool, and how its
+/// Read sinks are cut (`None` before accept built the resources).
+pub(super) fn budget(conn: &Connection) -> Option<Budget> {
+    let res = conn.res()?;
+    let sink = match (conn.info.model, res.frmrs.as_ref()) {
+        (Model::Frmr { read_with_inv, .. }, Some(pool)) => ReadSink::Frmr {
+            pages_per_mr: pool.pages_per_mr() as usize,
+            local_inv: !read_with_inv,
+        },
+        _ => ReadSink::Sge {
+            max_sge: (res.read_sge as usize).clamp(1, MAX_SGE),
+        },
+    };
+    Some(Budget {
+        page_size: PAGE_SIZE,
+        sink,
+        mrs: res.frmrs.as_ref().map_or(0, |f| f.len()),
+        sq_slots: conn.sq_slots() as usize,
+    })
 }
 
 /// Reads `chunk` (one Read chunk's segments, in order) from the client
@@ -61,6 +84,7 @@ fn build_reads(
         } => {
             let pool = res.frmrs.as_ref().ok_or(EINVAL)?;
             let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
+            let mut allocated = pool.allocated();
             let mut access = bindings::IB_ACCESS_LOCAL_WRITE;
             if sink_remote_write {
                 access |= bindings::IB_ACCESS_REMOTE_WRITE;
@@ -75,8 +99,14 @@ fn build_reads(
                     *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
                     // SAFETY: we hold the entry; the argument pages stay
-                    // allocated for the RPC, past the Reads' completion.
-                    let mr = unsafe { pool.map(dev, index, pages, n) }?;
+                    // allocated for the RPC, past the Reads' completion;
+                    // the connection's PD outlives its pool.
+                    let mr = unsafe { pool.map(&res.pd, dev, index, pages, n) };
+                    if pool.allocated() != allocated {
+                        allocated = pool.allocated();
+                        conn.frmr_changed();
+                    }
+                    let mr = mr?;
                     // SAFETY: the MR is ours and not registered.
                     let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
                     ctxt.chain.reg_mr(mr, key, access)?;
@@ -158,7 +188,9 @@ fn build_reads(
 }
 
 /// Pulls every Read chunk of a Call into the argument buffer: `chunks`
-/// gives, per chunk, its segments and destination offset.
+/// gives, per chunk, its segments and destination offset. The caller
+/// checked the Call against [`budget`]. On failure the connection is
+/// closing and the Call's MRs are retired ([`retire_mrs`]).
 pub(super) fn read_chunks(
     conn: &Connection,
     rq: &Rqst<'_>,
@@ -166,6 +198,29 @@ pub(super) fn read_chunks(
     chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
     ctxt.chain.clear();
+    let read = post_reads(conn, rq, ctxt, chunks);
+    // The sink pages must be unmapped (and so synced for the CPU) before
+    // nfsd reads them; the FRMR sinks are unmapped by `release_mrs`.
+    ctxt.maps.unmap_all();
+    match read {
+        Ok(()) => {
+            release_mrs(conn, ctxt);
+            Ok(())
+        }
+        Err(e) => {
+            retire_mrs(conn, ctxt);
+            Err(e)
+        }
+    }
+}
+
+/// Takes the Call's MRs, builds its Read chain and waits for it.
+fn post_reads(
+    conn: &Connection,
+    rq: &Rqst<'_>,
+    ctxt: &mut CallCtxt,
+    chunks: &[Option<(ReadList<'_>, usize)>],
+) -> Result {
     let res = conn.res().ok_or(ENOTCONN)?;
     if let Some(pool) = res.frmrs.as_ref() {
         // Every MR the Call needs, taken at once: a thread never waits for
@@ -189,13 +244,7 @@ pub(super) fn read_chunks(
         build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
     }
     add_invalidations(conn, ctxt)?;
-    let read = post_and_wait(conn, &mut ctxt.chain);
-    // The sink pages must be unmapped (and so synced for the CPU) before
-    // nfsd reads them; the FRMR sinks are unmapped by `release_mrs`.
-    ctxt.maps.unmap_all();
-    read?;
-    release_mrs(conn, ctxt);
-    Ok(())
+    post_and_wait(conn, &mut ctxt.chain)
 }
 
 /// Ends the chain with the invalidation of every MR the Reads registered,
@@ -213,7 +262,8 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
         return Ok(());
     }
     for &i in ctxt.mrs.iter() {
-        if let Some(mr) = pool.mr(i) {
+        // SAFETY: we hold entry `i`.
+        if let Some(mr) = unsafe { pool.mr(i) } {
             // SAFETY: a live MR we hold.
             let key = unsafe { (*mr).lkey };
             ctxt.chain.local_inv(key)?;
@@ -222,10 +272,70 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
     Ok(())
 }
 
+/// After a failed Read chain: the Call's MRs may still be registered
+/// (the REG_MR went out but the invalidation did not), and on iWARP with
+/// remote write, while the pages they map are about to go back to nfsd.
+///
+/// INVARIANT (no registration outlives its request, `security.rst`): an
+/// MR leaves this Call either invalidated by a completed chain
+/// ([`release_mrs`]) or deregistered here, before its pages are unmapped
+/// and before `xpo_recvfrom` returns them to nfsd. A waited LOCAL_INV is
+/// no way out: every failed completion leaves an RC QP in the error state
+/// (and we close the connection on any failure), where a posted LOCAL_INV
+/// is flushed, not executed. `ib_dereg_mr` is what the verbs promise
+/// about: once it returns, the MR's keys are invalid and the device no
+/// longer translates through it. The QP goes to the error state first (it
+/// is the only QP of the connection's PD, so nothing can reach the MR any
+/// more even before that), and no work request that uses the MR is
+/// outstanding: `post_and_wait` waited for every completion of the chain,
+/// flushed ones included, or posted nothing.
+///
+/// The entries never go back to the free list (quarantined); the
+/// connection is closing, so no other Call misses them. If a device fails
+/// the deregistration, the entry keeps its MR and its DMA mapping until
+/// the connection is freed (the pages still go back to nfsd; then only the
+/// QP in error protects them, see `security.rst`).
+fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
+    if ctxt.mrs.is_empty() {
+        return;
+    }
+    conn.close();
+    let Some(res) = conn.res() else {
+        return;
+    };
+    let Some(pool) = res.frmrs.as_ref() else {
+        return;
+    };
+    let dev = res.cm_id.device().map(|d| d.as_ptr());
+    let mut kept = 0usize;
+    for &i in ctxt.mrs.iter() {
+        // SAFETY: we hold entry `i`; nothing that uses its MR is in flight
+        // or will be posted (above).
+        if unsafe { pool.retire(dev, i) }.is_err() {
+            kept += 1;
+        }
+    }
+    if kept > 0 {
+        pr_warn_ratelimited!(
+            "connection {}: could not deregister {} memory regions after a failed RDMA Read; they stay until the connection is freed\n",
+            conn.id,
+            kept
+        );
+    } else {
+        pr_info_ratelimited!(
+            "connection {}: the {} memory regions of a failed RDMA Read are deregistered\n",
+            conn.id,
+            ctxt.mrs.len()
+        );
+    }
+    conn.frmr_changed();
+    // Not given back: retired entries are never used again.
+    ctxt.mrs.clear();
+}
+
 /// Unmaps the MRs of a Call whose chain (Reads and invalidations)
-/// completed and returns them to the pool. After a failed chain they stay
-/// with the context instead: they may still be registered, and the
-/// connection is closing (`Connection::ctxt_put` deals with them).
+/// completed and returns them to the pool. After a failed chain
+/// [`retire_mrs`] takes them out of use instead.
 fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     let Some(res) = conn.res() else {
         return;

@@ -29,6 +29,7 @@ use crate::{
     bindings,
     log::pr_warn_ratelimited,
     proto::{
+        budget::Cost,
         inline::max_inline_reply,
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
@@ -197,6 +198,25 @@ fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Res
         ctxt.chain.clear();
         ctxt.maps.unmap_all();
         encode_error_chunk(&mut ctxt.send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+    };
+
+    // A Reply whose Writes and Send need more send-queue slots than exist
+    // could never be posted: the client gets ERR_CHUNK (the chunks it gave
+    // cannot be used), not a closed connection it would resend into.
+    let wrs = ctxt.chain.len().saturating_add(1);
+    let total = match rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs })) {
+        Some(Err(over)) => {
+            pr_warn_ratelimited!(
+                "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",
+                conn.id,
+                over.as_str(),
+                wrs
+            );
+            ctxt.chain.clear();
+            ctxt.maps.unmap_all();
+            encode_error_chunk(&mut ctxt.send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+        }
+        _ => total,
     };
 
     let invalidate = if conn.info.remote_invalidate() {

@@ -60,6 +60,11 @@ impl SendQueue {
         });
     }
 
+    /// How many slots exist (the most one chain can hold).
+    pub(crate) fn total(&self) -> u32 {
+        self.with(|s| s.total)
+    }
+
     /// Takes `n` slots, waiting in turn while others hold them; fails with
     /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
     /// queue is closed or `closing()`.

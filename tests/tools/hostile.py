@@ -3,6 +3,7 @@
 """A hostile RPC-over-RDMA version 1 client (RFC 8166), for the hostile suite.
 
     hostile.py SERVER PORT [--seed N] [--random N] [--timeout SECS]
+    hostile.py SERVER PORT --limits [--timeout SECS]
 
 Connects to an NFS/RDMA listener with librdmacm (pyverbs) and sends, with a
 fixed seed: valid NULL calls (NFS program 100003 version 3, procedure 0),
@@ -38,6 +39,12 @@ neither answered nor closed is a hang, unless "no answer" is allowed.
 Every reply is checked: the version, a credit grant of at least 1, the
 echoed XID, and nothing longer than the 1024-byte inline receive size this
 client announces (it sends no RFC 8797 private data).
+
+--limits (for a server whose MRs map one page, svcrdma_rs's debug_caps
+short_page_list): instead of the above, Calls whose position-zero Read
+chunk needs more MRs than a connection has must get ERR_CHUNK, not a
+close (RFC 8166 section 4.5: the responder cannot use the chunks), and the
+connection must then serve NULL calls.
 
 The client never has more calls outstanding than the server granted (one
 before the first grant), reposts each receive, reconnects after a close
@@ -835,6 +842,20 @@ class Suite:
                       f"{time.monotonic() - self.t0:.0f} s", flush=True)
         c.drain()
 
+    def limits(self):
+        c, V = self.c, self.case
+        for kb in (600, 900):
+            x, s = self.next_xid(), self.slot()
+            call = rpc_call(x)
+            # The call at the start of the client's memory, then padding
+            # (never read: the Call is refused before any RDMA Read).
+            c.data.write(call, len(call), 0)
+            m = hdr(x, RDMA_NOMSG, 32, [(0, c.data.rkey, kb * 1024, c.slot_addr(0))])
+            V(f"read_chunk_{kb}k_over_the_mr_pool", m, {ERRC}, x, s)
+        for i in range(3):
+            x = self.next_xid()
+            V("null_after_limits", self.null(x), {REPLY}, x)
+
     def run(self):
         self.t0 = t1 = time.monotonic()
         self.done = 0
@@ -842,6 +863,9 @@ class Suite:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit("hostile: terminated"))
         try:
             self.c.connect()
+            if self.a.limits:
+                self.limits()
+                return self.summary(time.monotonic())
             self.directed()
             t1 = time.monotonic()
             if self.a.random:
@@ -972,6 +996,8 @@ def main():
     p.add_argument("--timeout", type=float, default=30, help="seconds a call may wait for its outcome")
     p.add_argument("--file", default="hostile.dat", help="a file in the export's root, pattern() bytes")
     p.add_argument("--progress", type=int, default=0, help="print progress every N random messages")
+    p.add_argument("--limits", action="store_true",
+                   help="only the over-the-limits cases (server with MRs of one page)")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args()
     sys.exit(Suite(a).run())

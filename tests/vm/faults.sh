@@ -286,8 +286,9 @@ t_rmmod_under_load() {
 # connection's accept: QP, CQs, MR pool, receive buffers), the thread's
 # N-th slab or page allocation after a connect request is made to fail
 # (/proc/PID/fail-nth, failslab and fail_page_alloc), for N = 1, 2, ...
-# 200, then in steps of a tenth (an accept on a fast-reg device makes
-# hundreds of allocations: its receive buffers and MR pool), until the
+# 200, then in steps of a tenth (an accept makes hundreds of allocations:
+# its receive buffers and contexts; since issue 22 item 2 no longer its MR
+# pool, which is allocated on use), until the
 # thread's work for one connection needs fewer allocations than N. Every attempt must end
 # within 60 s, established or refused, leave no connection behind, and the
 # kernel must log no report (kmemleak: vm-run's scan at the end). Then a
@@ -341,6 +342,37 @@ t_accept_alloc_failure() {
 	after
 }
 
+# Issue 22 item 2 (added untested, not yet run): the FRMR pool is
+# allocated on use. Right after a mount, before any Read chunk, the
+# connection has no MR (before the change: frmr_allocated did not exist,
+# and all frmr_pool MRs were allocated at accept); after LOAD_MB MiB of
+# 1 MiB direct writes it has at least one and at most frmr_pool.
+t_lazy_mr_pool() {
+	local id pool alloc
+	dmesg_mark
+	mnt
+	ls $MNT >/dev/null
+	conns
+	id=${REPLY%% *}
+	[ -n "$id" ] || fail "no connection for the mount"
+	rd $S/connections/$id/memreg
+	[ "$REPLY" = frmr ] || fail "memreg is '$REPLY', not frmr (rxe has fast registration)"
+	rd $S/connections/$id/frmr_pool
+	pool=$REPLY
+	rd $S/connections/$id/frmr_allocated
+	alloc=$REPLY
+	[ "$alloc" = 0 ] || fail "frmr_allocated is '$alloc' (of $pool) after a mount without writes: MRs allocated before use"
+	load_start lazy.bin
+	load_check
+	rd $S/connections/$id/frmr_allocated
+	alloc=$REPLY
+	echo "MR pool: $alloc of $pool MRs allocated after $LOAD_MB MiB of 1 MiB writes"
+	[ -n "$alloc" ] && [ "$alloc" -ge 1 ] && [ "$alloc" -le "$pool" ] ||
+		fail "frmr_allocated is '$alloc' after the writes, not in 1..$pool"
+	umnt
+	after
+}
+
 t_teardown() {
 	dmesg_mark
 	nfsd_stop
@@ -363,5 +395,6 @@ scenario link_delete_under_load t_link_delete_under_load
 scenario nfsd_stop_under_load t_nfsd_stop_under_load
 scenario rmmod_under_load t_rmmod_under_load
 scenario accept_alloc_failure t_accept_alloc_failure
+scenario lazy_mr_pool t_lazy_mr_pool
 t_run teardown t_teardown
 t_summary

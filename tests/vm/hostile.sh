@@ -76,7 +76,7 @@ data_loop() {
 # a hostile.py message unanswered after WAIT seconds (default 20) is a
 # hang, or a drop where the RFC allows no answer.
 hostile_test() {
-	local n=$1 wait=${2:-20} vol=${3:-$1} before after rc vrc ok bad ip left
+	local n=$1 wait=${2:-20} vol=${3:-$1} before after rc vrc ok bad ip left model=
 	ip=$(guest_ip)
 	# The file the client READs into a write chunk (hostile.py's pattern).
 	/usr/bin/python3 -c "import sys; sys.path.insert(0, '${HOSTILE_PY%/*}'); import hostile; sys.stdout.buffer.write(hostile.pattern(65536))" \
@@ -84,6 +84,12 @@ hostile_test() {
 	nfs_mount "vers=4.2,proto=rdma,port=$PORT" $HOSTILE_MNT || fail "mount over RDMA failed"
 	before=$(conn_ids)
 	[ -n "$before" ] || [ "${SERVER:-rs}" = c ] || fail "no svcrdma_rs connection for the mount"
+	# The memory model hostile.py's connections get too (same device and
+	# parameters).
+	[ -z "$before" ] || { rd "/sys/kernel/svcrdma_rs/connections/$(echo "$before" | head -n 1)/memreg"; model=$REPLY; }
+	# The log from here (the suite's own mark stays for teardown's check).
+	local log0
+	log0=$(dmesg | wc -l)
 	head -c $((1 << 20)) /dev/urandom >/tmp/hostile.src
 	touch /tmp/hostile.run
 	data_loop $HOSTILE_MNT/well-behaved.bin &
@@ -93,6 +99,8 @@ hostile_test() {
 		--timeout "$wait" --progress 100000 >/tmp/hostile.out 2>&1 || rc=$?
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
+	# Its part of the log, before hostile_volume's may wrap the ring.
+	dmesg | tail -n +$((log0 + 1)) >/tmp/hostile.dmesg
 	vrc=0
 	# Its Calls all get an answer: WAIT bounds only a hang, never less than
 	# 20 s (a pipelined Call may queue behind a hundred others).
@@ -135,6 +143,16 @@ hostile_test() {
 	timeout 60 rm -f $HOSTILE_MNT/well-behaved.bin $HOSTILE_MNT/hostile.dat ||
 		fail "removing the test's files through the mount took over 60 s"
 	timeout 120 umount $HOSTILE_MNT || fail "umount failed"
+	# Issue 22 item 4 (added untested, not yet run): the Reads hostile.py
+	# makes fail after their MRs were registered (unknown rkeys, reads past
+	# the client's MR) have those MRs deregistered at once, not left
+	# registered while their pages go back to nfsd.
+	if [ "${SERVER:-rs}" != c ] && [ "$model" = frmr ]; then
+		grep -q 'memory regions of a failed RDMA Read are deregistered' /tmp/hostile.dmesg ||
+			fail "no failed RDMA Read had its memory regions deregistered"
+		! grep -q 'could not deregister' /tmp/hostile.dmesg ||
+			fail "memory regions of a failed RDMA Read could not be deregistered"
+	fi
 	# Last, so the checks above run whatever hostile.py found.
 	[ "$rc" = 0 ] || fail "hostile.py: mismatches or hangs (exit $rc), see MISMATCH lines"
 	[ "$vrc" = 0 ] || fail "hostile_volume: mismatches or hangs (exit $vrc), see MISMATCH lines"
@@ -157,6 +175,26 @@ t_setup() {
 
 t_hostile() { hostile_test "${HOSTILE_RANDOM:-1000}" "${HOSTILE_WAIT:-20}" "${HOSTILE_VOLUME:-1000000}"; }
 
+# Issue 22 item 5 (added untested, not yet run): with MRs of one page
+# (debug_caps=short_page_list), a Call whose Read chunk needs more MRs than
+# the connection has gets ERR_CHUNK and the connection stays; before, the
+# connection closed and the client would resend the Call after
+# reconnecting, forever.
+t_limits() {
+	[ "${SERVER:-rs}" != c ] || return 0
+	local P=/sys/module/svcrdma_rs/parameters/debug_caps rc=0
+	[ -w $P ] || fail "no writable $P (the test module is a debug build)"
+	local log0
+	log0=$(dmesg | wc -l)
+	echo short_page_list >$P || fail "debug_caps refused short_page_list"
+	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --limits --timeout 20 >/tmp/hostile_limits.out 2>&1 || rc=$?
+	echo >$P
+	cat /tmp/hostile_limits.out
+	[ "$rc" = 0 ] || fail "hostile.py --limits: a Call over the connection's MRs was not answered with ERR_CHUNK on a live connection (exit $rc)"
+	dmesg | tail -n +$((log0 + 1)) | grep -q "cannot serve the Call's read chunks (needs more memory regions" ||
+		fail "no log line for the Call refused over the MR pool"
+}
+
 t_teardown() {
 	nfsd_stop
 	[ "${SERVER:-rs}" != c ] || { dmesg_clean_since_mark; return 0; }
@@ -169,6 +207,7 @@ t_teardown() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	t_run setup t_setup
 	t_run hostile t_hostile
+	t_run limits t_limits
 	t_run teardown t_teardown
 	t_summary
 fi

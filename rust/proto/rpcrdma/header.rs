@@ -169,6 +169,10 @@ pub enum ChunkError {
     TooManySegments,
     /// A chunk longer than [`Limits::max_chunk_bytes`].
     ChunkTooLong,
+    /// A well-formed Call that needs more of its connection than the
+    /// connection has: more MRs or send-queue slots than exist
+    /// ([`crate::budget`]), or a context while every one is in use.
+    OverResources,
 }
 
 impl ChunkError {
@@ -191,6 +195,7 @@ impl ChunkError {
             ChunkError::TooManyWriteChunks => "too many write chunks",
             ChunkError::TooManySegments => "too many segments in a chunk",
             ChunkError::ChunkTooLong => "chunk too long",
+            ChunkError::OverResources => "needs more than the connection has",
         }
     }
 }

@@ -422,10 +422,24 @@ fn caps_override_parses_applies_and_prints() {
         "local_dma_lkey",
         "no_local_dma_lkey",
         "no_fast_reg,local_dma_lkey",
+        "short_page_list",
+        "no_local_dma_lkey,short_page_list",
+        "no_fast_reg,local_dma_lkey,short_page_list",
     ] {
         let o = CapsOverride::parse(text.as_bytes()).unwrap();
         assert_eq!(o.to_string(), text);
     }
+    // One page per MR, never more than the device has.
+    let o = CapsOverride::parse(b"short_page_list").unwrap();
+    assert_eq!(o.apply(rxe).max_fast_reg_page_list_len, 1);
+    assert_eq!(o.apply(rxe).fast_reg, rxe.fast_reg);
+    let mut none = rxe;
+    none.max_fast_reg_page_list_len = 0;
+    assert_eq!(o.apply(none).max_fast_reg_page_list_len, 0);
+    assert_eq!(
+        CapsOverride::parse(b"short_page_list,short_page_list"),
+        None
+    );
 }
 
 #[test]

@@ -756,6 +756,7 @@ fn reasons_have_distinct_descriptions() {
         ChunkError::TooManyWriteChunks,
         ChunkError::TooManySegments,
         ChunkError::ChunkTooLong,
+        ChunkError::OverResources,
     ];
     let mut s: Vec<&str> = all.iter().map(|e| e.as_str()).collect();
     assert!(s.iter().all(|d| !d.is_empty()));

@@ -214,6 +214,12 @@ pub(super) unsafe fn connect_request(
     event: &CmEvent<'_>,
 ) -> c_int {
     let client = cm_private::decode(event.private_data());
+    // Mutant ignore_r_bit: the client's R bit is taken as clear.
+    #[cfg(svcrdma_mutant = "ignore_r_bit")]
+    let client = cm_private::CmPrivate {
+        remote_invalidate: false,
+        ..client
+    };
     let peer = id.peer();
     let Some(dev) = id.device() else {
         id.reject();

@@ -327,7 +327,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             &pd,
             depths.credits,
             dev.caps().max_fast_reg_page_list_len,
-            attrs.max_mr,
+            attrs.max_mr.min(params::frmr_pool_cap()),
         )?),
         _ => None,
     };

@@ -22,6 +22,11 @@
 #                   dkms add (then: dkms build/install svcrdma_rs/<VERSION>)
 #   make bootstrap-test  scripts/bootstrap in a fresh Debian 12 root without
 #                   rustup (debootstrap + chroot; not in make check)
+#   make mutants    builds the module with each planted fault
+#                   (SVCRDMA_RS_MUTANT=<name>, build/mutant-<name>/) and runs
+#                   the narrowed suite that must catch it, one VM each; passes
+#                   only if every mutant is caught (tests/vm/run mutants;
+#                   MUTANTS="a b" for some; not in make check)
 #   make hostile    the hostile RPC-over-RDMA client at full count (1,000,000
 #                   mutated messages), the fault suite at full count and the
 #                   private data of every length, one VM each
@@ -47,6 +52,10 @@ SVCRDMA_RS_DMA_MR_DEFAULT ?= ib_only
 # SVCRDMA_RS_BACKCHANNEL=n. tests/vm/run backchannel-off builds a module
 # without it in a copy of the sources (build/nobackchannel/).
 SVCRDMA_RS_BACKCHANNEL ?= y
+# A planted fault, for tests/vm/run mutants only (see Kbuild): empty (the
+# default) builds the real module. tests/vm/run mutants builds each in its
+# own copy of the sources, build/mutant-<name>/.
+SVCRDMA_RS_MUTANT ?=
 # Test hooks (Kconfig: SVCRDMA_RS_DEBUG): on for the test kernel.
 ifeq ($(KDIR),$(DEFAULT_KDIR))
 SVCRDMA_RS_DEBUG ?= y
@@ -54,7 +63,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile check demo clean \
+.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile mutants check demo clean \
 	install uninstall dkms-add
 
 all: module
@@ -68,7 +77,8 @@ module:
 		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) \
 		SVCRDMA_RS_DMA_MR_DEFAULT=$(SVCRDMA_RS_DMA_MR_DEFAULT) \
 		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) \
-		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) modules
+		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) \
+		SVCRDMA_RS_MUTANT="$(SVCRDMA_RS_MUTANT)" modules
 
 kernel:
 	@$(ROOT)/scripts/build-kernel --flavor test
@@ -116,6 +126,10 @@ vm-test-data:
 # Calls, default 1,000,000) for other counts.
 hostile:
 	$(ROOT)/tests/vm/run hostile faults connect-fuzz
+
+# Each planted fault must make its suite fail (tests/vm/run mutants).
+mutants:
+	$(ROOT)/tests/vm/run mutants
 
 check:
 	$(ROOT)/scripts/check

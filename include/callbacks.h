@@ -11,6 +11,7 @@ enum svcrdma_rs_param {
 	SVCRDMA_RS_PARAM_MEMREG = 0,
 	SVCRDMA_RS_PARAM_DMA_MR = 1,
 	SVCRDMA_RS_PARAM_DEBUG_CAPS = 2,
+	SVCRDMA_RS_PARAM_DEBUG_FRMR_POOL = 3,
 };
 
 /* Parses and stores a value; 0 or -EINVAL (with one log line). */

@@ -67,4 +67,9 @@ SVCRDMA_RS_PARAM_OPS(debug_caps, SVCRDMA_RS_PARAM_DEBUG_CAPS);
 module_param_cb(debug_caps, &debug_caps_ops, NULL, 0644);
 MODULE_PARM_DESC(debug_caps,
 		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): override device capabilities for the memory-model choice, comma-separated: no_fast_reg, no_local_dma_lkey, local_dma_lkey, short_page_list; empty for none.");
+
+SVCRDMA_RS_PARAM_OPS(debug_frmr_pool, SVCRDMA_RS_PARAM_DEBUG_FRMR_POOL);
+module_param_cb(debug_frmr_pool, &debug_frmr_pool_ops, NULL, 0644);
+MODULE_PARM_DESC(debug_frmr_pool,
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): at most this many MRs in a new FRMR connection's pool, so that nfsd threads wait in line for them (0, the default: no cap).");
 #endif

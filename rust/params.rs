@@ -5,9 +5,9 @@
 //! They are declared in `include/params.c`, because `module_param()` is a C
 //! macro; every value is parsed, validated and kept here, with the rules
 //! living in [`crate::proto`]. `memreg`, `dma_mr` (and, in debug builds,
-//! `debug_caps`) are writable at run time through `/sys/module/svcrdma_rs/
-//! parameters/`: a bad value gets `-EINVAL` and one log line, and nothing
-//! changes. New connections use the new value.
+//! `debug_caps` and `debug_frmr_pool`) are writable at run time through
+//! `/sys/module/svcrdma_rs/parameters/`: a bad value gets `-EINVAL` and one
+//! log line, and nothing changes. New connections use the new value.
 
 use core::fmt::Write;
 
@@ -57,6 +57,9 @@ static DMA_MR: Atomic<i32> = Atomic::new(UNSET);
 /// `debug_caps`: bit 0 no_fast_reg, bits 1-2 local_dma_lkey (0 none,
 /// 1 false, 2 true), bit 3 short_page_list.
 static DEBUG_CAPS: Atomic<i32> = Atomic::new(0);
+/// `debug_frmr_pool`: the most MRs a new connection's FRMR pool gets (0: no
+/// cap).
+static DEBUG_FRMR_POOL: Atomic<u32> = Atomic::new(0);
 
 /// The current `memreg`.
 pub(crate) fn memreg() -> Memreg {
@@ -97,6 +100,15 @@ pub(crate) fn caps_override() -> CapsOverride {
     }
 }
 
+/// The most MRs a new connection's FRMR pool may hold: `u32::MAX` unless
+/// a debug build's `debug_frmr_pool` caps it.
+pub(crate) fn frmr_pool_cap() -> u32 {
+    match DEBUG_FRMR_POOL.load(Relaxed) {
+        0 => u32::MAX,
+        n => n,
+    }
+}
+
 fn encode_caps_override(o: CapsOverride) -> i32 {
     i32::from(o.no_fast_reg)
         | match o.local_dma_lkey {
@@ -125,6 +137,7 @@ pub(crate) fn validate_defaults() -> Result {
 const PARAM_MEMREG: c_int = 0;
 const PARAM_DMA_MR: c_int = 1;
 const PARAM_DEBUG_CAPS: c_int = 2;
+const PARAM_DEBUG_FRMR_POOL: c_int = 3;
 
 /// Parses and stores a parameter value (the `set` of `params.c`).
 ///
@@ -151,6 +164,10 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
         PARAM_DEBUG_CAPS => {
             CapsOverride::parse(bytes).map(|o| DEBUG_CAPS.store(encode_caps_override(o), Relaxed))
         }
+        PARAM_DEBUG_FRMR_POOL => core::str::from_utf8(bytes.strip_suffix(b"\n").unwrap_or(bytes))
+            .ok()
+            .and_then(|s| s.parse::<u16>().ok())
+            .map(|n| DEBUG_FRMR_POOL.store(u32::from(n), Relaxed)),
         _ => return EINVAL.to_errno(),
     };
     if ok.is_some() {
@@ -159,6 +176,7 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
     let (name, allowed) = match which {
         PARAM_MEMREG => ("memreg", "auto, frmr, dma_mr"),
         PARAM_DMA_MR => ("dma_mr", "never, ib_only, always"),
+        PARAM_DEBUG_FRMR_POOL => ("debug_frmr_pool", "a number of MRs from 0 to 65535"),
         _ => (
             "debug_caps",
             "a comma-separated list of no_fast_reg, no_local_dma_lkey, local_dma_lkey, short_page_list, or empty",
@@ -190,6 +208,7 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_get(which: c_int, buf: *mut c_c
         PARAM_MEMREG => writeln!(w, "{}", memreg().name()),
         PARAM_DMA_MR => writeln!(w, "{}", dma_mr().name()),
         PARAM_DEBUG_CAPS => writeln!(w, "{}", caps_override()),
+        PARAM_DEBUG_FRMR_POOL => writeln!(w, "{}", DEBUG_FRMR_POOL.load(Relaxed)),
         _ => return EINVAL.to_errno(),
     };
     match r {

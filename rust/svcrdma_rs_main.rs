@@ -53,6 +53,11 @@ struct SvcRdmaRs {
 
 impl kernel::Module for SvcRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        #[cfg(svcrdma_rs_mutant)]
+        pr_warn!(
+            "built with the planted fault {} (SVCRDMA_RS_MUTANT): for tests only\n",
+            env!("SVCRDMA_RS_MUTANT")
+        );
         params::validate_defaults()?;
         let registry = transport::install_registry()?;
         Ok(Self {

@@ -215,6 +215,12 @@ pub(super) unsafe fn connect_request(
     event: &CmEvent<'_>,
 ) -> c_int {
     let client = cm_private::decode(event.private_data());
+    // Mutant ignore_r_bit: the client's R bit is taken as clear.
+    #[cfg(svcrdma_mutant = "ignore_r_bit")]
+    let client = cm_private::CmPrivate {
+        remote_invalidate: false,
+        ..client
+    };
     let peer = id.peer();
     let Some(dev) = id.device() else {
         id.reject();
@@ -328,7 +334,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             depths.credits,
             // The capabilities the policy saw (test overrides applied).
             p.attrs().caps.max_fast_reg_page_list_len,
-            attrs.max_mr,
+            attrs.max_mr.min(params::frmr_pool_cap()),
         )?),
         _ => None,
     };

@@ -156,6 +156,10 @@ impl Connection {
     /// A backchannel is bound to the connection: sysfs shows it.
     #[cfg(svcrdma_rs_backchannel)]
     pub(crate) fn backchannel_bound(&self) {
+        // Mutant no_bc_flag: sysfs never shows the backchannel bound.
+        if cfg!(svcrdma_mutant = "no_bc_flag") {
+            return;
+        }
         if let Some(dir) = self.sysfs.as_ref() {
             dir.data().set_backchannel();
         }

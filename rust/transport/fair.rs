@@ -131,6 +131,8 @@ impl<S: Unpin> FairPool<S> {
     /// being served.
     pub(crate) fn release(&self, give: impl FnOnce(&mut S)) {
         give(&mut self.inner.lock().stock);
+        // Mutant no_wake: a release wakes nobody.
+        #[cfg(not(svcrdma_mutant = "no_wake"))]
         self.room.notify_all();
     }
 

@@ -307,6 +307,11 @@ fn receive(
             conn.close();
             return Err(NoCall::Dropped);
         }
+        // Mutant corrupt_read_sink: one byte of each Read chunk's sink flipped after the Read.
+        #[cfg(svcrdma_mutant = "corrupt_read_sink")]
+        for &(_, dst) in work.iter().flatten() {
+            let _ = rq.arg_flip(dst);
+        }
     }
 
     rq.set_arg_len(total as usize);

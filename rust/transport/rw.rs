@@ -254,6 +254,10 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
     let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
         return Ok(());
     };
+    // Mutant skip_local_inv: the Reads' MRs are never invalidated.
+    if cfg!(svcrdma_mutant = "skip_local_inv") {
+        return Ok(());
+    }
     if let Model::Frmr {
         read_with_inv: true,
         ..

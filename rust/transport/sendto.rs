@@ -85,6 +85,14 @@ pub(super) fn sendto(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int
     if ptr.is_null() {
         return ENOTCONN.to_errno();
     }
+    // Mutant drop_reply: every 64th Reply (module-wide) is not sent, though nfsd is told it was.
+    #[cfg(svcrdma_mutant = "drop_reply")]
+    {
+        static REPLIES: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(0);
+        if REPLIES.fetch_add(1, kernel::sync::atomic::ordering::Relaxed) % 64 == 63 {
+            return c_int::try_from(rq.res_len()).unwrap_or(c_int::MAX);
+        }
+    }
     let built = {
         // SAFETY: as in `result_payload`; this borrow ends before the
         // context is handed on.
@@ -131,6 +139,9 @@ fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Res
     let res = conn.res().ok_or(ENOTCONN)?;
     let call = call_header(ctxt)?;
     let credits = conn.info.credits;
+    // Mutant credits_off_by_one: a Reply grants one credit more than the connection has.
+    #[cfg(svcrdma_mutant = "credits_off_by_one")]
+    let credits = credits + 1;
     let len = u32::try_from(rq.res_len()).map_err(|_| EMSGSIZE)?;
     let payloads = ctxt.payloads;
     let inline_len = reply_inline_len(len, &payloads).map_err(|_| EINVAL)?;

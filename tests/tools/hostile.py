@@ -36,7 +36,8 @@ any server's code (expect()):
   - anything else (a valid call, whatever its credit request): the reply.
 A message with no answer within --timeout seconds on a connection that
 neither answered nor closed is a hang, unless "no answer" is allowed.
-Every reply is checked: the version, a credit grant of at least 1, the
+Every reply is checked: the version, a credit grant of at least 1 (with
+--grant N: exactly N, what the server's sysfs says it provisioned), the
 echoed XID, and nothing longer than the 1024-byte inline receive size this
 client announces (it sends no RFC 8797 private data).
 
@@ -490,6 +491,9 @@ class Client:
             return
         if credits < 1:
             self.resolve(case, "bad_reply", "(credit grant 0)")
+            return
+        if self.a.grant and credits != self.a.grant:
+            self.resolve(case, "bad_reply", f"(credit grant {credits}, the server's sysfs says {self.a.grant})")
             return
         self.credits = credits
         if proc == RDMA_ERROR:
@@ -998,6 +1002,8 @@ def main():
     p.add_argument("--progress", type=int, default=0, help="print progress every N random messages")
     p.add_argument("--limits", action="store_true",
                    help="only the over-the-limits cases (server with MRs of one page)")
+    p.add_argument("--grant", type=int, default=0,
+                   help="the credit grant every reply must carry (the connection's sysfs credits; 0: any >= 1)")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args()
     sys.exit(Suite(a).run())

@@ -50,6 +50,7 @@ u32 = H.u32
 class Args:
     timeout = 30.0
     verbose = False
+    grant = 0
 
 
 def client():
@@ -184,6 +185,17 @@ class Judgement(unittest.TestCase):
         c = client()
         outstanding(c, "null", H.hdr(XID) + H.rpc_call(XID), {H.REPLY}, XID)
         c.on_reply(null_reply(XID, credits=0))
+        self.assertEqual(self.mismatches(c), 1)
+
+    def test_a_grant_other_than_the_servers_credits(self):
+        c = client()
+        c.a = Args()
+        c.a.grant = 32
+        outstanding(c, "null", H.hdr(XID) + H.rpc_call(XID), {H.REPLY}, XID)
+        outstanding(c, "null", H.hdr(XID + 1) + H.rpc_call(XID + 1), {H.REPLY}, XID + 1)
+        c.on_reply(null_reply(XID, credits=32))
+        self.assertEqual(self.mismatches(c), 0)
+        c.on_reply(null_reply(XID + 1, credits=33))
         self.assertEqual(self.mismatches(c), 1)
 
     def test_an_answer_to_no_call(self):

@@ -9,11 +9,12 @@
 #                  or "all": one per length the CM allows (0..56 on RoCE,
 #                  0..251 on iWARP)
 #   PD_SEED=8797   their seed (the failing case's bytes are printed)
+#   KO=PATH        the module (default: svcrdma_rs.ko of this tree)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
 
-KO=$ROOT/svcrdma_rs.ko
+KO=${KO:-$ROOT/svcrdma_rs.ko}
 NAME=rdma_rs
 PORT=20049
 PD_FUZZ=${PD_FUZZ:-16}

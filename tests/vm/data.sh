@@ -125,6 +125,18 @@ check_model() {
 	[ "$REPLY" = "${CUR_DEV}0" ] || fail "connection $max on $REPLY, want ${CUR_DEV}0"
 }
 
+# conn_kept WHAT ID: the mount's connection ID (svcrdma_rs only) is still
+# up and still the newest: the server never closed a well-behaved client's
+# connection (after a close, the client reconnects and resends, and the
+# data would still arrive, only late).
+conn_kept() {
+	[ "$SERVER" = rs ] || return 0
+	last_conn
+	[ "$REPLY" = "$2" ] && [ -d $S/connections/$2 ] && return 0
+	dmesg | grep -a 'svcrdma_rs' | tail -n 8 || true
+	fail "$1: the mount's connection $2 went (newest now: $REPLY): the server closed it mid-test (its log above)"
+}
+
 t_setup() {
 	modprobe -a sunrpc ib_core rdma_cm rpcrdma
 	mkdir -p $MNT
@@ -133,11 +145,13 @@ t_setup() {
 # versions [VERSION...]: each NFS version mounts (default: all); a file
 # goes both ways.
 t_versions() {
-	local v vs=("$@")
+	local v c0 vs=("$@")
 	[ $# -gt 0 ] || vs=(3 4.0 4.1 4.2)
 	for v in "${vs[@]}"; do
 		mnt vers=$v
 		check_model "$CUR_MODEL"
+		last_conn
+		c0=$REPLY
 		direct_rw $FILE_MB v$v.bin
 		# Buffered I/O through the page cache, read back from the server.
 		head -c 300000 /dev/urandom >/tmp/small
@@ -148,6 +162,7 @@ t_versions() {
 		cmp /tmp/small $MNT/small.$v || fail "v$v: buffered file differs when read back"
 		ls -l $MNT >/dev/null || fail "v$v: listing failed"
 		rm -f $MNT/small.$v $MNT/v$v.bin
+		conn_kept "v$v" "$c0"
 		umnt
 	done
 }

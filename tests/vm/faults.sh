@@ -2,8 +2,8 @@
 # The fault suite (runs inside the VM): svcrdma_rs under connection storms,
 # a client that vanishes mid-transfer, every nfsd thread parked on a peer
 # that stopped answering, its RDMA device deleted under load, nfsd stopped
-# under load, rmmod under load, and allocation failures at accept. After
-# each scenario no
+# under load, rmmod under load, allocation failures at accept, and nfsd
+# threads waiting in line for a connection's MRs. After each scenario no
 # connection is left in sysfs and the kernel logged no report; a mount then
 # moves data correctly again (the data written under the fault is checked
 # byte for byte).
@@ -17,6 +17,7 @@
 #   LOAD_MB=32          MiB written under each fault (check: 8; the debug
 #                       kernel under TCG moves ~0.7 MB/s)
 #   FAULTS_ONLY="a b"   only these scenarios (plus setup and teardown)
+#   KO=PATH             the module (default: svcrdma_rs.ko of this tree)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
 . "$(dirname "$0")/nfs.sh"
@@ -373,6 +374,44 @@ t_lazy_mr_pool() {
 	after
 }
 
+# Threads waiting in line for MRs are woken as MRs come back: with a new
+# connection's FRMR pool capped at 2 MRs (debug_frmr_pool, debug builds)
+# and 8 nfsd threads, 8 writers of 1 MiB direct-I/O blocks (one MR each)
+# keep most threads waiting for an MR. Every writer must finish within
+# 120 s and its file read back equal (a release that wakes nobody leaves
+# them asleep until the client gives up on the connection).
+POOL_WRITERS=${POOL_WRITERS:-8} POOL_MB=${POOL_MB:-1}
+t_pool_waiters_woken() {
+	local P=/sys/module/svcrdma_rs/parameters i bad=0 pids=() t0
+	[ -w $P/debug_frmr_pool ] || fail "no debug_frmr_pool parameter (a module built without SVCRDMA_RS_DEBUG)"
+	dmesg_mark
+	echo 2 >$P/debug_frmr_pool
+	echo 8 >/proc/fs/nfsd/threads
+	mnt
+	echo 0 >$P/debug_frmr_pool
+	last_conn
+	rd $S/connections/$REPLY/frmr_pool
+	[ "$REPLY" = 2 ] || fail "the mount's connection has $REPLY MRs, want 2 (debug_frmr_pool)"
+	for ((i = 0; i < POOL_WRITERS; i++)); do
+		head -c $((POOL_MB << 20)) /dev/urandom >/tmp/pool.$i
+	done
+	t0=$SECONDS
+	for ((i = 0; i < POOL_WRITERS; i++)); do
+		timeout 120 dd if=/tmp/pool.$i of=$MNT/pool.$i bs=1M oflag=direct status=none &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do wait "${pids[i]}" || bad=$((bad + 1)); done
+	echo "$POOL_WRITERS writers of $POOL_MB MiB through 2 MRs: $((SECONDS - t0)) s, $bad failed or timed out"
+	[ $bad = 0 ] || fail "$bad of $POOL_WRITERS writers did not finish within 120 s: threads waiting for MRs not woken?"
+	for ((i = 0; i < POOL_WRITERS; i++)); do
+		cmp /tmp/pool.$i $MNT/pool.$i || fail "pool.$i differs from what was written"
+		rm -f /tmp/pool.$i $MNT/pool.$i
+	done
+	umnt
+	echo 4 >/proc/fs/nfsd/threads
+	after
+}
+
 t_teardown() {
 	dmesg_mark
 	nfsd_stop
@@ -396,5 +435,6 @@ scenario nfsd_stop_under_load t_nfsd_stop_under_load
 scenario rmmod_under_load t_rmmod_under_load
 scenario accept_alloc_failure t_accept_alloc_failure
 scenario lazy_mr_pool t_lazy_mr_pool
+scenario pool_waiters_woken t_pool_waiters_woken
 t_run teardown t_teardown
 t_summary

@@ -14,6 +14,7 @@
 #                            the data-path suite sources this file and, with
 #                            HOSTILE_SHORT=N, runs hostile_test with N of each
 #   HOSTILE_SEED=8166        the seed (the same seed sends the same bytes)
+#   KO=PATH                  the module (default: svcrdma_rs.ko of this tree)
 #   SERVER=rs                c: the kernel's C svcrdma instead (rpcrdma.ko), to
 #                            check the clients' expectations against it (no
 #                            sysfs checks; not part of any make target)
@@ -94,13 +95,22 @@ hostile_test() {
 	touch /tmp/hostile.run
 	data_loop $HOSTILE_MNT/well-behaved.bin &
 	local dpid=$!
+	# Every reply must grant what the server provisioned (sysfs credits:
+	# every connection on one device has the same).
+	local grant=0
+	if [ "${SERVER:-rs}" != c ]; then
+		rd "/sys/kernel/svcrdma_rs/connections/${before%%$'\n'*}/credits"
+		grant=$REPLY
+		[[ $grant =~ ^[1-9][0-9]*$ ]] || fail "no credits in sysfs for connection ${before%%$'\n'*}: '$grant'"
+	fi
 	rc=0
 	/usr/bin/python3 "$HOSTILE_PY" "$ip" "$PORT" --seed "$HOSTILE_SEED" --random "$n" \
-		--timeout "$wait" --progress 100000 >/tmp/hostile.out 2>&1 || rc=$?
+		--timeout "$wait" --progress 100000 --grant "$grant" >/tmp/hostile.out 2>&1 || rc=$?
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	# Its part of the log, before hostile_volume's may wrap the ring.
 	dmesg | tail -n +$((log0 + 1)) >/tmp/hostile.dmesg
+	grep -a -m 5 '^MISMATCH ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	vrc=0
 	# Its Calls all get an answer: WAIT bounds only a hang, never less than
 	# 20 s (a pipelined Call may queue behind a hundred others).
@@ -163,7 +173,7 @@ t_setup() {
 	modprobe -a sunrpc ib_core rdma_cm rpcrdma
 	local xprt=rdma
 	if [ "${SERVER:-rs}" != c ]; then
-		insmod "$ROOT/svcrdma_rs.ko" xprt_name=rdma_rs || fail "insmod failed"
+		insmod "${KO:-$ROOT/svcrdma_rs.ko}" xprt_name=rdma_rs || fail "insmod failed"
 		xprt=rdma_rs
 	fi
 	nfsd_prepare

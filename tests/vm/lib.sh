@@ -6,6 +6,10 @@
 #                              test's output
 #   fail MSG                   in a test: fail with that reason
 #   t_summary                  prints "N passed, N failed"; status 1 if any failed
+#   T_ONLY="PATTERN..."        (environment) only the tests whose names match
+#                              one of these globs run; the others print
+#                              "SKIP NAME" (a narrowed run, e.g. tests/vm/run
+#                              mutants: name the set-up tests too)
 #
 # Tests run in order and share the VM, so later tests may depend on earlier
 # ones; a test that cannot run because an earlier one failed fails too (it
@@ -19,7 +23,16 @@ fail() { echo "t_fail: $*"; return 1; }
 
 t_run() {
 	local name=$1; shift
-	local out reason
+	local out reason p pats
+	if [ -n "${T_ONLY:-}" ]; then
+		read -ra pats <<<"$T_ONLY"
+		for p in "${pats[@]}"; do
+			# shellcheck disable=SC2053
+			[[ $name == $p ]] && break
+			p=
+		done
+		[ -n "$p" ] || { echo "SKIP $name (T_ONLY)"; return 0; }
+	fi
 	out=$(mktemp)
 	local t0=$SECONDS
 	# Not inside `if`: bash ignores `set -e` in a tested subshell.

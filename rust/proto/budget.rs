@@ -89,6 +89,14 @@ impl OverLimit {
             OverLimit::Unusable => "no resources for chunks",
         }
     }
+
+    /// What was needed and what the connection has, for a log line.
+    pub fn counts(&self) -> (usize, usize) {
+        match *self {
+            OverLimit::Mrs { need, have } | OverLimit::SendQueue { need, have } => (need, have),
+            OverLimit::Unusable => (0, 0),
+        }
+    }
 }
 
 /// Bytes of the next FRMR piece of a sink at byte `at` of the argument

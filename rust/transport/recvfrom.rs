@@ -213,7 +213,7 @@ fn receive(
     let mut nchunks = 0usize;
     for c in header.reads.chunks() {
         let Some(slot) = chunks.get_mut(nchunks) else {
-            return reject(conn, ctxt, xid, "too many read chunks", repost);
+            return reject(conn, ctxt, xid, "too many read chunks", (0, 0), repost);
         };
         *slot = ReadChunkRef {
             position: c.position,
@@ -230,7 +230,7 @@ fn receive(
         &mut steps,
     ) {
         Ok(l) => l,
-        Err(e) => return reject(conn, ctxt, xid, e.as_str(), repost),
+        Err(e) => return reject(conn, ctxt, xid, e.as_str(), (0, 0), repost),
     };
     // A Call whose Reads need more MRs or send-queue slots than the
     // connection has could never be served: it is answered, not waited on.
@@ -245,7 +245,7 @@ fn receive(
             }
         }
         if let Err(over) = budget.check(cost) {
-            return reject(conn, ctxt, xid, over.as_str(), repost);
+            return reject(conn, ctxt, xid, over.as_str(), over.counts(), repost);
         }
     }
 
@@ -330,20 +330,32 @@ fn receive(
 }
 
 /// Answers a Call whose chunks cannot be placed, or need more than the
-/// connection has, with ERR_CHUNK.
+/// connection has, with ERR_CHUNK; `(need, have)` of what ran out, if
+/// something did (`(0, 0)`: nothing to count).
 fn reject(
     conn: &Connection,
     ctxt: &mut CallCtxt,
     xid: u32,
     why: &str,
+    (need, have): (usize, usize),
     repost: impl Fn(&Connection),
 ) -> core::result::Result<usize, NoCall> {
     repost(conn);
-    pr_warn_ratelimited!(
-        "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",
-        conn.id,
-        why
-    );
+    if need == 0 {
+        pr_warn_ratelimited!(
+            "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",
+            conn.id,
+            why
+        );
+    } else {
+        pr_warn_ratelimited!(
+            "connection {}: cannot serve the Call's read chunks ({}: {} needed, {} there), answered with RDMA_ERROR\n",
+            conn.id,
+            why,
+            need,
+            have
+        );
+    }
     let e = DecodeError::Chunk {
         xid,
         reason: ChunkError::OverResources,

@@ -383,6 +383,7 @@ t_teardown_clean() {
 	dmesg_clean_since_mark
 }
 
+t_plan 11
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe

@@ -57,6 +57,7 @@ t_uninstall() {
 	"$ROOT/scripts/install" uninstall --krel "$(uname -r)" || fail "scripts/install uninstall failed"
 }
 
+t_plan 3
 t_run link_up t_link_up
 t_run mount_and_move_data t_mount_and_move_data
 t_run uninstall t_uninstall

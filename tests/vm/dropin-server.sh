@@ -153,6 +153,7 @@ t_stop_and_uninstall() {
 	dmesg_clean_since_mark
 }
 
+t_plan 6
 t_run link_up t_link_up
 t_run make_install t_make_install
 t_run nfs_conf_autoload t_nfs_conf_autoload

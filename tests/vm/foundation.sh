@@ -130,6 +130,7 @@ t_c_svcrdma_reference_mount() {
 	nfsd_stop
 }
 
+t_plan 8
 t_run rxe_up t_rxe_up
 t_run module_loads t_module_loads
 t_run listener t_listener

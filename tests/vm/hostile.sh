@@ -215,6 +215,7 @@ t_teardown() {
 
 # Sourced by the data-path suite for hostile_test; the full suite otherwise.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	t_plan 4
 	t_run setup t_setup
 	t_run hostile t_hostile
 	t_run limits t_limits

@@ -93,6 +93,7 @@ t_dkms_round_trip() {
 	[ ! -e "$SCRATCH/dkms/svcrdma_rs/$ver" ] || fail "dkms still has svcrdma_rs/$ver"
 }
 
+t_plan 4
 t_run version t_version
 t_run make_install_destdir t_make_install_destdir
 t_run make_install_refuses_other_kernel t_make_install_refuses_other_kernel

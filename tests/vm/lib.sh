@@ -5,7 +5,9 @@
 #                              "PASS NAME" or "FAIL NAME: reason" and the
 #                              test's output
 #   fail MSG                   in a test: fail with that reason
-#   t_summary                  prints "N passed, N failed"; status 1 if any failed
+#   t_plan N                   declares that N tests follow (T_ONLY's skips count)
+#   t_summary                  prints "N passed, N failed"; status 1 if any failed,
+#                              or if fewer (or more) tests ran than t_plan declared
 #   T_ONLY="PATTERN..."        (environment) only the tests whose names match
 #                              one of these globs run; the others print
 #                              "SKIP NAME" (a narrowed run, e.g. tests/vm/run
@@ -18,6 +20,8 @@
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T_PASSED=0
 T_FAILED=0
+T_SKIPPED=0
+T_PLANNED=
 
 fail() { echo "t_fail: $*"; return 1; }
 
@@ -31,7 +35,11 @@ t_run() {
 			[[ $name == $p ]] && break
 			p=
 		done
-		[ -n "$p" ] || { echo "SKIP $name (T_ONLY)"; return 0; }
+		[ -n "$p" ] || {
+			echo "SKIP $name (T_ONLY)"
+			T_SKIPPED=$((T_SKIPPED + 1))
+			return 0
+		}
 	fi
 	out=$(mktemp)
 	local t0=$SECONDS
@@ -53,7 +61,16 @@ t_run() {
 	rm -f "$out"
 }
 
+t_plan() { T_PLANNED=$1; }
+
 t_summary() {
+	local ran=$((T_PASSED + T_FAILED + T_SKIPPED))
+	# A suite that stopped early, or whose list of tests shrank, must not
+	# pass for what it did not run.
+	if [ -n "$T_PLANNED" ] && [ "$ran" != "$T_PLANNED" ]; then
+		echo "FAIL suite_plan: $T_PLANNED tests declared (t_plan), $ran ran"
+		T_FAILED=$((T_FAILED + 1))
+	fi
 	echo "$T_PASSED passed, $T_FAILED failed"
 	[ "$T_FAILED" = 0 ]
 }

@@ -179,6 +179,7 @@ t_teardown_clean() {
 	dmesg_clean_since_mark
 }
 
+t_plan 7
 t_run setup t_setup
 t_run bound_listener t_bound_listener
 t_run bound_device_removal t_bound_device_removal

@@ -82,7 +82,7 @@ T_REPORTS='BUG: |WARNING: |Oops[: ]|KASAN: |UBSAN: |general protection fault|Ker
 # loops use these builtin-only helpers.
 #   nap SECS    sleeps (read with a timeout on a FIFO nobody writes)
 #   rd FILE     the file's first line in REPLY (empty if unreadable)
-T_NAPFIFO=/tmp/.t_nap.$$
+T_NAPFIFO=${TMPDIR:-/tmp}/.t_nap.$$
 mkfifo "$T_NAPFIFO" 2>/dev/null || true
 exec {T_NAPFD}<>"$T_NAPFIFO"
 nap() { read -rt "$1" -u "$T_NAPFD" _ || true; }

@@ -109,11 +109,6 @@ int svcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr)
 	return ib_post_recv(qp, wr, NULL);
 }
 
-int svcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr)
-{
-	return ib_post_send(qp, wr, NULL);
-}
-
 u64 svcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
 			      enum dma_data_direction dir)
 {
@@ -141,11 +136,6 @@ void svcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size
 				    enum dma_data_direction dir)
 {
 	ib_dma_sync_single_for_device(dev, addr, size, dir);
-}
-
-void svcrdma_rs_xprt_get(struct svc_xprt *xprt)
-{
-	svc_xprt_get(xprt);
 }
 
 void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit)

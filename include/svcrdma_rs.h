@@ -44,7 +44,6 @@ struct ib_cq *svcrdma_rs_alloc_cq(struct ib_device *dev, void *private,
 				  int nr_cqe, enum ib_poll_context poll_ctx);
 int svcrdma_rs_dereg_mr(struct ib_mr *mr);
 int svcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr);
-int svcrdma_rs_post_send(struct ib_qp *qp, const struct ib_send_wr *wr);
 u64 svcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
 			      enum dma_data_direction dir);
 void svcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
@@ -56,7 +55,6 @@ void svcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size
 				    enum dma_data_direction dir);
 
 /* shims.c: sunrpc */
-void svcrdma_rs_xprt_get(struct svc_xprt *xprt);
 void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit);
 void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt);
 

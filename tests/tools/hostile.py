@@ -4,6 +4,7 @@
 
     hostile.py SERVER PORT [--seed N] [--random N] [--timeout SECS]
     hostile.py SERVER PORT --limits [--timeout SECS]
+    hostile.py SERVER PORT --overrun K [--grant N] [--timeout SECS]
 
 Connects to an NFS/RDMA listener with librdmacm (pyverbs) and sends, with a
 fixed seed: valid NULL calls (NFS program 100003 version 3, procedure 0),
@@ -47,8 +48,15 @@ chunk needs more MRs than a connection has must get ERR_CHUNK, not a
 close (RFC 8166 section 4.5: the responder cannot use the chunks), and the
 connection must then serve NULL calls.
 
-The client never has more calls outstanding than the server granted (one
-before the first grant), reposts each receive, reconnects after a close
+--overrun K (a client over its credits, RFC 8166 section 3.3.1: a
+requester must not have more Calls outstanding than the responder granted):
+after one NULL call learns the grant G, G + K NULL calls go out at once.
+The server may not stall or drop them: each gets its reply, or ERR_CHUNK
+for what arrived while every Call context was busy; the connection stays
+(a close is a mismatch), and NULL calls are served afterwards.
+
+Otherwise the client never has more calls outstanding than the server
+granted (one before the first grant), reposts each receive, reconnects after a close
 and counts it. Prints one summary line; exits 1 on any mismatch or hang.
 """
 import argparse
@@ -378,9 +386,10 @@ class Client:
     def window(self):
         return min(self.credits, CALL_SLOTS)
 
-    def send(self, case):
-        """Posts case.msg; waits for a credit first."""
-        while len(self.pending) >= self.window() or not self.sfree:
+    def send(self, case, ignore_credits=False):
+        """Posts case.msg; waits for a credit first (with ignore_credits,
+        only for a free send slot)."""
+        while (not ignore_credits and len(self.pending) >= self.window()) or not self.sfree:
             self.progress(0.05)
             if not self.up:
                 return False
@@ -860,6 +869,36 @@ class Suite:
             x = self.next_xid()
             V("null_after_limits", self.null(x), {REPLY}, x)
 
+    def overrun(self, extra):
+        c, V = self.c, self.case
+        x = self.next_xid()
+        V("null_for_the_grant", self.null(x), {REPLY}, x)
+        # Our own send and receive slots bound what can be outstanding.
+        n = min(c.credits + extra, SEND_SLOTS, RECV_SLOTS - 1)
+        if n <= c.credits:
+            self.s.bad(Case("overrun", b"", set(), []), f"grant {c.credits}: no room for calls over it")
+            return
+        cases = []
+        for i in range(n):
+            x = self.next_xid()
+            case = Case(f"overrun_{i}", self.null(x), {REPLY, ERRC}, [x])
+            if not c.send(case, ignore_credits=True):
+                break
+            cases.append(case)
+        while c.up and c.pending:
+            c.progress(0.05)
+        if not c.up:
+            self.s.bad(Case("overrun", b"", set(), []), "the server closed the connection of a client over its credits")
+            c.reconnect()
+        got = {}
+        for case in cases:
+            got[case.outcome] = got.get(case.outcome, 0) + 1
+        print(f"overrun: grant {c.credits}, {len(cases)} NULL calls sent at once: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(got.items(), key=str)), flush=True)
+        for i in range(3):
+            x = self.next_xid()
+            V("null_after_overrun", self.null(x), {REPLY}, x)
+
     def run(self):
         self.t0 = t1 = time.monotonic()
         self.done = 0
@@ -869,6 +908,9 @@ class Suite:
             self.c.connect()
             if self.a.limits:
                 self.limits()
+                return self.summary(time.monotonic())
+            if self.a.overrun:
+                self.overrun(self.a.overrun)
                 return self.summary(time.monotonic())
             self.directed()
             t1 = time.monotonic()
@@ -1000,6 +1042,8 @@ def main():
     p.add_argument("--timeout", type=float, default=30, help="seconds a call may wait for its outcome")
     p.add_argument("--file", default="hostile.dat", help="a file in the export's root, pattern() bytes")
     p.add_argument("--progress", type=int, default=0, help="print progress every N random messages")
+    p.add_argument("--overrun", type=int, default=0, metavar="K",
+                   help="only the over-the-credits case: K calls more than the grant at once")
     p.add_argument("--limits", action="store_true",
                    help="only the over-the-limits cases (server with MRs of one page)")
     p.add_argument("--grant", type=int, default=0,

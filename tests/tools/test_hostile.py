@@ -259,5 +259,92 @@ class Judgement(unittest.TestCase):
             self.assertEqual(got, want, counts)
 
 
+class OverrunServer(H.Client):
+    """A server for --overrun, in one of the ways it may behave: "answer"
+    (every Call its reply), "busy" (the Calls over the grant ERR_CHUNK),
+    "close" (the connection closed once the client is over its credits) or
+    "drop" (the Calls over the grant never answered)."""
+
+    GRANT = 8
+
+    def __init__(self, mode):
+        super().__init__(types.SimpleNamespace(timeout=0.2, verbose=False, grant=0), H.Stats(False))
+        self.mode = mode
+        self.up = True
+        self.credits = 1
+        self.out, self.pending = {}, {}
+        self.free_slots = []
+        self.next_expiry = 0.0
+        self.sfree = list(range(H.SEND_SLOTS))
+        self.queue = []
+        self.over = False
+
+    def send(self, case, ignore_credits=False):
+        if not ignore_credits and len(self.pending) >= self.window():
+            raise AssertionError("a call over the window without ignore_credits")
+        case.sent = H.time.monotonic()
+        for x in case.xids:
+            self.out[x] = case
+        self.pending[id(case)] = case
+        self.over = self.over or len(self.pending) > self.GRANT
+        self.queue.append((case.xids[0], len(self.pending) > self.GRANT))
+        return True
+
+    def progress(self, wait):
+        if self.mode == "close" and self.over:
+            self.up = False
+            for c in list(self.pending.values()):
+                self.resolve(c, H.CLOSE)
+            return
+        for x, over in self.queue:
+            if over and self.mode == "drop":
+                continue
+            if over and self.mode == "busy":
+                self.on_reply(u32(x) + u32(1) + u32(self.GRANT) + u32(H.RDMA_ERROR) + u32(H.ERR_CHUNK))
+            else:
+                self.on_reply(null_reply(x, credits=self.GRANT))
+        self.queue = []
+        self.expire()
+        H.time.sleep(0.01)
+
+    def reconnect(self):
+        self.up = True
+        self.over = False
+
+
+class Overrun(unittest.TestCase):
+    """--overrun: a client over its credits must be served, not cut off."""
+
+    def run_against(self, mode):
+        suite = object.__new__(H.Suite)
+        suite.a = types.SimpleNamespace(seed=1, verbose=False)
+        suite.c = OverrunServer(mode)
+        suite.s = suite.c.s
+        suite.xid = 0x48000000
+        with open(os.devnull, "w") as null:
+            old, sys.stdout = sys.stdout, null
+            try:
+                suite.overrun(4)
+            finally:
+                sys.stdout = old
+        return suite.s.c
+
+    def test_every_call_answered_passes(self):
+        c = self.run_against("answer")
+        self.assertEqual(c.get("mismatches", 0) + c.get("hangs", 0), 0, c)
+        self.assertEqual(c.get("answered_ok"), 1 + 8 + 4 + 3, c)
+
+    def test_err_chunk_for_the_calls_over_the_grant_passes(self):
+        c = self.run_against("busy")
+        self.assertEqual(c.get("mismatches", 0) + c.get("hangs", 0), 0, c)
+        self.assertEqual(c.get("err_chunk"), 4, c)
+
+    def test_a_close_is_a_mismatch(self):
+        self.assertGreater(self.run_against("close").get("mismatches", 0), 0)
+
+    def test_silence_is_a_hang(self):
+        self.assertGreater(self.run_against("drop").get("hangs", 0), 0)
+
+
 if __name__ == "__main__":
     unittest.main()

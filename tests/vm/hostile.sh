@@ -205,6 +205,18 @@ t_limits() {
 		fail "no log line for the Call refused over the MR pool"
 }
 
+# A client over its credits (issue 22 item 11): after one NULL call, the
+# grant plus 8 more NULL calls at once. Each must get its reply or
+# ERR_CHUNK (the Calls that found every context busy), the connection must
+# stay and serve NULL calls after (hostile.py --overrun judges).
+t_overrun() {
+	local rc=0
+	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --overrun 8 --timeout 20 >/tmp/hostile_overrun.out 2>&1 || rc=$?
+	cat /tmp/hostile_overrun.out
+	grep -a '^overrun: ' /tmp/hostile_overrun.out >&"$HOSTILE_OUT" || true
+	[ "$rc" = 0 ] || fail "hostile.py --overrun: a client over its credits was cut off, or Calls went unanswered (exit $rc)"
+}
+
 t_teardown() {
 	nfsd_stop
 	[ "${SERVER:-rs}" != c ] || { dmesg_clean_since_mark; return 0; }
@@ -215,10 +227,11 @@ t_teardown() {
 
 # Sourced by the data-path suite for hostile_test; the full suite otherwise.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	t_plan 4
+	t_plan 5
 	t_run setup t_setup
 	t_run hostile t_hostile
 	t_run limits t_limits
+	t_run overrun t_overrun
 	t_run teardown t_teardown
 	t_summary
 fi

@@ -171,6 +171,37 @@ t_wildcard() {
 	mount_rw read
 }
 
+# An IPv6 connection and mount (issue 22 item 11): the wildcard listener
+# takes a connection to an IPv6 address of the RoCE NIC (rxe gives each of
+# its netdev's addresses a GID, so RoCEv2 over IPv6 needs no setup), the
+# NFS client mounts over it with proto=rdma6, and the connection's sysfs
+# peer is the client's IPv6 address in brackets (the RFC 5952 form).
+IP6=fd00:5e::1
+t_ipv6_mount() {
+	local c peer= found= i
+	ip -6 addr add $IP6/64 dev "$(guest_nic)" nodad || fail "cannot add $IP6 to $(guest_nic)"
+	# The GID comes from the address notifier: wait for it.
+	for ((i = 0; i < 50; i++)); do
+		grep -qi "fd00:005e:0000:0000:0000:0000:0000:0001" /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null && break
+		nap 0.1
+	done
+	[ -n "$(cm_listen '[::]')$(cm_listen '::')" ] || { rdma resource show cm_id; fail "no IPv6 wildcard listener"; }
+	mkdir -p $MNT
+	timeout 120 mount -t nfs -o vers=4.2,proto=rdma6,port=$PORT,soft,timeo=100,retrans=2 "[$IP6]:/" $MNT ||
+		fail "mount of [$IP6]:/ over RDMA (proto=rdma6) failed"
+	head -c 262144 /dev/urandom >/tmp/v6.src
+	dd if=/tmp/v6.src of=$MNT/v6 bs=64k oflag=direct status=none || { umount -f $MNT; fail "write over IPv6 failed"; }
+	for c in /sys/kernel/svcrdma_rs/connections/*; do
+		rd "$c/peer"
+		[[ $REPLY == "[$IP6]:"* ]] && found=$c peer=$REPLY
+	done
+	cmp /tmp/v6.src $NFS_EXPORT/v6 || { umount -f $MNT; fail "the server's file differs from what was written over IPv6"; }
+	timeout 60 umount $MNT || fail "umount failed"
+	ip -6 addr del $IP6/64 dev "$(guest_nic)" || true
+	[ -n "$found" ] || fail "no connection with peer [$IP6]:port in sysfs"
+	echo "mounted [$IP6]:/ over RDMA (rdma6), 256 KiB written and checked on the server; sysfs peer of ${found##*/}: $peer"
+}
+
 t_teardown_clean() {
 	dmesg_mark
 	nfsd_stop
@@ -179,12 +210,13 @@ t_teardown_clean() {
 	dmesg_clean_since_mark
 }
 
-t_plan 7
+t_plan 8
 t_run setup t_setup
 t_run bound_listener t_bound_listener
 t_run bound_device_removal t_bound_device_removal
 t_run bound_relisten t_bound_relisten
 t_run removal_during_teardown t_removal_during_teardown
 t_run wildcard t_wildcard
+t_run ipv6_mount t_ipv6_mount
 t_run teardown_clean t_teardown_clean
 t_summary

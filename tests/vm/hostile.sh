@@ -1,7 +1,8 @@
 #!/bin/bash
 # The hostile-client suite (runs inside the VM): tests/tools/hostile.py
 # sends valid, malformed and randomly mutated RPC-over-RDMA messages to
-# svcrdma_rs on soft-RoCE, then tests/tools/hostile_volume sends mutated
+# svcrdma_rs (on soft-RoCE by default, see HOSTILE_CONFIGS), then
+# tests/tools/hostile_volume sends mutated
 # Calls by the million (pipelined over several connections), while the
 # Linux NFS client, mounted over RDMA from the same guest, writes and reads
 # back data; the data must stay correct, every hostile connection must be
@@ -13,6 +14,8 @@
 #   HOSTILE_VOLUME=1000000   hostile_volume's mutated Calls (make hostile);
 #                            the data-path suite sources this file and, with
 #                            HOSTILE_SHORT=N, runs hostile_test with N of each
+#   HOSTILE_CONFIGS=rxe:auto DEV:MEMREG pairs, each a run of the suite (see
+#                            the end of this file)
 #   HOSTILE_SEED=8166        the seed (the same seed sends the same bytes)
 #   KO=PATH                  the module (default: svcrdma_rs.ko of this tree)
 #   SERVER=rs                c: the kernel's C svcrdma instead (rpcrdma.ko), to
@@ -168,12 +171,17 @@ hostile_test() {
 	[ "$vrc" = 0 ] || fail "hostile_volume: mismatches or hangs (exit $vrc), see MISMATCH lines"
 }
 
+# t_setup DEV MEMREG: svcrdma_rs (or the C svcrdma) serving over DEV (rxe
+# or siw) with memreg=MEMREG (auto, frmr or dma_mr; dma_mr with
+# dma_mr=always).
 t_setup() {
-	rdma_add rxe rxe0
+	local dev=${1:-rxe} memreg=${2:-auto} d
+	for d in rxe siw; do [ $d = "$dev" ] || rdma_del ${d}0; done
+	rdma_add "$dev" "${dev}0"
 	modprobe -a sunrpc ib_core rdma_cm rpcrdma
 	local xprt=rdma
 	if [ "${SERVER:-rs}" != c ]; then
-		insmod "${KO:-$ROOT/svcrdma_rs.ko}" xprt_name=rdma_rs || fail "insmod failed"
+		insmod "${KO:-$ROOT/svcrdma_rs.ko}" xprt_name=rdma_rs memreg="$memreg" dma_mr=always || fail "insmod failed"
 		xprt=rdma_rs
 	fi
 	nfsd_prepare
@@ -183,7 +191,9 @@ t_setup() {
 	dmesg_mark
 }
 
-t_hostile() { hostile_test "${HOSTILE_RANDOM:-1000}" "${HOSTILE_WAIT:-20}" "${HOSTILE_VOLUME:-1000000}"; }
+# t_hostile [N V]: hostile_test with N random messages and V mutated Calls
+# (default HOSTILE_RANDOM, HOSTILE_VOLUME).
+t_hostile() { hostile_test "${1:-${HOSTILE_RANDOM:-1000}}" "${HOSTILE_WAIT:-20}" "${2:-${HOSTILE_VOLUME:-1000000}}"; }
 
 # Issue 22 item 5 (added untested, not yet run): with MRs of one page
 # (debug_caps=short_page_list), a Call whose Read chunk needs more MRs than
@@ -219,19 +229,59 @@ t_overrun() {
 
 t_teardown() {
 	nfsd_stop
-	[ "${SERVER:-rs}" != c ] || { dmesg_clean_since_mark; return 0; }
+	if [ "${SERVER:-rs}" = c ]; then
+		dmesg_clean_since_mark
+		return 0
+	fi
 	wait_for 30 rmmod svcrdma_rs || fail "rmmod failed"
 	dmesg_clean_since_mark
 	[ ! -d /sys/kernel/svcrdma_rs ] || fail "/sys/kernel/svcrdma_rs still there after rmmod"
 }
 
-# Sourced by the data-path suite for hostile_test; the full suite otherwise.
+# Sourced by the data-path suite for hostile_test; the full suite otherwise:
+# for each DEV:MEMREG of HOSTILE_CONFIGS (default rxe:auto; make hostile
+# runs all four of rxe and siw under auto and dma_mr), its own module load,
+# the hostile clients, a client over its credits, and a clean unload. The
+# first configuration gets HOSTILE_RANDOM and HOSTILE_VOLUME, the others a
+# quarter of each (HOSTILE_RANDOM_OTHER, HOSTILE_VOLUME_OTHER); the
+# over-the-limits case needs an MR pool, so it runs on the first FRMR one
+# (auto on either device is FRMR). The C svcrdma (SERVER=c) chooses its
+# own memory model: only the auto configurations run.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-	t_plan 5
-	t_run setup t_setup
-	t_run hostile t_hostile
-	t_run limits t_limits
-	t_run overrun t_overrun
-	t_run teardown t_teardown
+	HOSTILE_CONFIGS=${HOSTILE_CONFIGS:-rxe:auto}
+	R=${HOSTILE_RANDOM:-1000} V=${HOSTILE_VOLUME:-1000000}
+	RO=${HOSTILE_RANDOM_OTHER:-$((R / 4))} VO=${HOSTILE_VOLUME_OTHER:-$((V / 4))}
+	cfgs=()
+	for cfg in $HOSTILE_CONFIGS; do
+		[ "${SERVER:-rs}" != c ] || [ "${cfg#*:}" = auto ] || continue
+		cfgs+=("$cfg")
+	done
+	limits_done=0 plan=0
+	for cfg in "${cfgs[@]}"; do
+		plan=$((plan + 4))
+		case ${cfg#*:} in auto | frmr) [ $limits_done = 1 ] || { plan=$((plan + 1)) limits_done=1; } ;; esac
+	done
+	t_plan $plan
+	first=1 limits_done=0
+	for cfg in "${cfgs[@]}"; do
+		dev=${cfg%%:*} memreg=${cfg#*:} tag=${cfg/:/_}
+		t_run "${tag}_setup" t_setup "$dev" "$memreg"
+		if [ $first = 1 ]; then
+			t_run "${tag}_hostile" t_hostile "$R" "$V"
+		else
+			t_run "${tag}_hostile" t_hostile "$RO" "$VO"
+		fi
+		case $memreg in
+		auto | frmr)
+			if [ $limits_done = 0 ]; then
+				t_run "${tag}_limits" t_limits
+				limits_done=1
+			fi
+			;;
+		esac
+		t_run "${tag}_overrun" t_overrun
+		t_run "${tag}_teardown" t_teardown
+		first=0
+	done
 	t_summary
 fi

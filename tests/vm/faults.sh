@@ -17,6 +17,8 @@
 #   LOAD_MB=32          MiB written under each fault (check: 8; the debug
 #                       kernel under TCG moves ~0.7 MB/s)
 #   FAULTS_ONLY="a b"   only these scenarios (plus setup and teardown)
+#   FAULTS_CONFIGS=rxe:auto  DEV:MEMREG pairs (see the end of this file)
+#   FAULTS_OTHER="a b"  the scenarios run on configurations after the first
 #   KO=PATH             the module (default: svcrdma_rs.ko of this tree)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma.sh"
@@ -127,8 +129,10 @@ load_check() {
 t_setup() {
 	[ -x $CM ] || gcc -O2 -Wall -o $CM "$ROOT/tests/tools/cm_connect.c" -lrdmacm -libverbs || fail "cannot build cm_connect"
 	modprobe -a sunrpc ib_core rdma_cm rpcrdma
-	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
-	rdma_add rxe rxe0
+	insmod "$KO" xprt_name=$NAME memreg="$MEMREG" dma_mr=always || fail "insmod failed"
+	local d
+	for d in rxe siw; do [ $d = "$DEV" ] || rdma_del ${d}0; done
+	rdma_add "$DEV" "${DEV}0"
 	server_start
 	mkdir -p $MNT
 	[ -w $KML ] && echo clear >$KML
@@ -240,9 +244,9 @@ t_link_delete_under_load() {
 	dmesg_mark
 	mnt
 	load_start link.bin
-	timeout 120 rdma link delete rxe0 || fail "rdma link delete did not complete within 120 s"
+	timeout 120 rdma link delete "${DEV}0" || fail "rdma link delete did not complete within 120 s"
 	no_conns 60
-	rdma_add rxe rxe0
+	rdma_add "$DEV" "${DEV}0"
 	load_check
 	umnt
 	after
@@ -278,7 +282,7 @@ t_rmmod_under_load() {
 	no_conns 60
 	rmmod svcrdma_rs || fail "rmmod failed with nfsd stopped"
 	[ -e $S ] && fail "$S outlived the module"
-	insmod "$KO" xprt_name=$NAME || fail "insmod after rmmod failed"
+	insmod "$KO" xprt_name=$NAME memreg="$MEMREG" dma_mr=always || fail "insmod after rmmod failed"
 	server_start
 	mnt
 	load_start again.bin
@@ -429,25 +433,49 @@ t_teardown() {
 	dmesg_clean_since_mark
 }
 
-# scenario NAME FUNC: t_run, unless FAULTS_ONLY leaves NAME out.
+# scenario NAME FUNC: t_run, unless FAULTS_ONLY leaves NAME out, or (on a
+# configuration after the first) FAULTS_OTHER does; named TAG_NAME there.
 scenario() {
-	[ -z "$FAULTS_ONLY" ] || [[ " $FAULTS_ONLY " == *" $1 "* ]] || {
+	local name=$1
+	shift
+	[ -z "$FAULTS_ONLY" ] || [[ " $FAULTS_ONLY " == *" $name "* ]] || {
 		T_SKIPPED=$((T_SKIPPED + 1))
 		return 0
 	}
-	t_run "$@"
+	if [ -n "$TAG" ]; then
+		[[ " $FAULTS_OTHER " == *" $name "* ]] || return 0
+		name=${TAG}_$name
+	fi
+	t_run "$name" "$@"
 }
 
-t_plan 11
-t_run setup t_setup
-scenario connect_storm t_connect_storm
-scenario client_killed_mid_transfer t_client_killed_mid_transfer
-scenario parked_threads_released t_parked_threads_released
-scenario link_delete_under_load t_link_delete_under_load
-scenario nfsd_stop_under_load t_nfsd_stop_under_load
-scenario rmmod_under_load t_rmmod_under_load
-scenario accept_alloc_failure t_accept_alloc_failure
-scenario lazy_mr_pool t_lazy_mr_pool
-scenario pool_waiters_woken t_pool_waiters_woken
-t_run teardown t_teardown
+# Each DEV:MEMREG of FAULTS_CONFIGS (default rxe:auto; make hostile adds
+# siw:auto, rxe:dma_mr and siw:dma_mr) gets its own module load and unload:
+# the first every scenario, under their plain names, the others those of
+# FAULTS_OTHER (the ones about connections going away under load; the MR
+# pool scenarios need FRMR on rxe), named DEV_MEMREG_<scenario>.
+FAULTS_CONFIGS=${FAULTS_CONFIGS:-rxe:auto}
+FAULTS_OTHER=${FAULTS_OTHER:-client_killed_mid_transfer parked_threads_released link_delete_under_load nfsd_stop_under_load}
+SCENARIOS=(connect_storm client_killed_mid_transfer parked_threads_released link_delete_under_load
+	nfsd_stop_under_load rmmod_under_load accept_alloc_failure lazy_mr_pool pool_waiters_woken)
+plan=0 first=1
+for cfg in $FAULTS_CONFIGS; do
+	plan=$((plan + 2))
+	for sc in "${SCENARIOS[@]}"; do
+		[ $first = 1 ] || [[ " $FAULTS_OTHER " == *" $sc "* ]] && plan=$((plan + 1))
+	done
+	first=0
+done
+t_plan $plan
+first=1
+for cfg in $FAULTS_CONFIGS; do
+	DEV=${cfg%%:*} MEMREG=${cfg#*:} TAG=
+	[ $first = 1 ] || TAG=${cfg/:/_}
+	t_run "${TAG:+${TAG}_}setup" t_setup
+	for sc in "${SCENARIOS[@]}"; do
+		scenario "$sc" "t_$sc"
+	done
+	t_run "${TAG:+${TAG}_}teardown" t_teardown
+	first=0
+done
 t_summary

@@ -63,7 +63,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile mutants check demo clean \
+.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile mutants check demo clean \
 	install uninstall dkms-add
 
 all: module
@@ -79,6 +79,18 @@ module:
 		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) \
 		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) \
 		SVCRDMA_RS_MUTANT="$(SVCRDMA_RS_MUTANT)" modules
+
+# The module under the kernel's own lints (CLIPPY=1: clippy-driver with the
+# kernel's clippy flags); warnings are errors. The driver must be the
+# clippy of the kernel's rustc (rustc-web's: rust-web-clippy).
+CLIPPY_DRIVER ?= /usr/bin/clippy-driver
+clippy:
+	$(MAKE) -C $(KDIR) M=$(ROOT) $(KMAKE_VARS) CONFIG_SVCRDMA_RS=m \
+		SVCRDMA_RS_WERROR=1 \
+		SVCRDMA_RS_DMA_MR_DEFAULT=$(SVCRDMA_RS_DMA_MR_DEFAULT) \
+		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) \
+		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) \
+		CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) modules
 
 kernel:
 	@$(ROOT)/scripts/build-kernel --flavor test

@@ -203,8 +203,8 @@ impl<'a> CmIdRef<'a> {
     /// `ptr` must be the live id passed to a running event handler; the
     /// borrow must not outlive the handler call.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_id) -> Self {
-        // SAFETY: per the function's safety requirements.
         Self {
+            // SAFETY: per the function's safety requirements.
             id: unsafe { &*ptr },
         }
     }
@@ -292,8 +292,8 @@ impl<'a> CmEvent<'a> {
     /// `ptr` must be the event passed to a running handler; the borrow must
     /// not outlive the handler call.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_event) -> Self {
-        // SAFETY: per the function's safety requirements.
         Self {
+            // SAFETY: per the function's safety requirements.
             ev: unsafe { &*ptr },
         }
     }

@@ -63,7 +63,7 @@ impl<'a> Device<'a> {
         DeviceCaps {
             fast_reg: a.device_cap_flags & bindings::IB_DEVICE_MEM_MGT_EXTENSIONS as u64 != 0,
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
-            local_dma_lkey: a.kernel_cap_flags & bindings::IBK_LOCAL_DMA_LKEY as u64 != 0,
+            local_dma_lkey: a.kernel_cap_flags & u64::from(bindings::IBK_LOCAL_DMA_LKEY) != 0,
             // SAFETY: as in `transport`.
             read_with_inv: unsafe { bindings::svcrdma_rs_cap_read_inv(self.as_ptr(), self.port) },
         }

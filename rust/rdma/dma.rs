@@ -60,8 +60,7 @@ impl DmaMaps {
     ) -> Result<u64> {
         self.maps.reserve(1, GFP_KERNEL)?;
         // SAFETY: a live device and page range (invariant, caller).
-        let addr =
-            unsafe { bindings::svcrdma_rs_dma_map_page(self.dev, page, offset as _, len, dir) };
+        let addr = unsafe { bindings::svcrdma_rs_dma_map_page(self.dev, page, offset, len, dir) };
         self.record(addr, len, dir, true)
     }
 

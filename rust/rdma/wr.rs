@@ -138,7 +138,7 @@ impl Chain {
         let mut wr = bindings::ib_reg_wr {
             mr,
             key,
-            access: access as _,
+            access: access as i32,
             ..Default::default()
         };
         wr.wr.opcode = bindings::IB_WR_REG_MR;
@@ -201,6 +201,6 @@ impl Chain {
     pub(crate) fn position(&mut self, wr: *const bindings::ib_send_wr) -> Option<usize> {
         self.wrs
             .iter_mut()
-            .position(|w| core::ptr::eq(w.base() as *const _, wr))
+            .position(|w| core::ptr::eq(core::ptr::from_ref(w.base()), wr))
     }
 }

@@ -112,10 +112,8 @@ impl<'a> Rqst<'a> {
         if r.rq_pages.is_null() {
             return 0;
         }
-        usize::try_from(r.rq_maxpages)
-            .unwrap_or(0)
-            .saturating_sub(1)
-            .saturating_mul(PAGE_SIZE)
+        // `unsigned long`: a `usize` here.
+        r.rq_maxpages.saturating_sub(1).saturating_mul(PAGE_SIZE)
     }
 
     /// The argument page holding byte `offset` of the Call, and the offset

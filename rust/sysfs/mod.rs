@@ -40,12 +40,13 @@ impl AttrTable {
     /// The attributes of `T::FILES`, all read-only, shown by [`show::<T>`].
     pub(crate) const fn new<T: Attrs>() -> Self {
         assert!(T::FILES.len() <= MAX_FILES);
-        // SAFETY: all-zero is a valid `kobj_attribute` (no name, no ops).
-        let mut a =
-            [const { unsafe { core::mem::zeroed::<bindings::kobj_attribute>() } }; MAX_FILES];
+        let mut a = [const {
+            // SAFETY: all-zero is a valid `kobj_attribute` (no name, no ops).
+            unsafe { core::mem::zeroed::<bindings::kobj_attribute>() }
+        }; MAX_FILES];
         let mut i = 0;
         while i < T::FILES.len() {
-            a[i].attr.name = T::FILES[i].0.as_ptr().cast();
+            a[i].attr.name = kernel::str::as_char_ptr_in_const_context(T::FILES[i].0).cast();
             a[i].attr.mode = 0o444;
             a[i].__bindgen_anon_1.show = Some(show::<T>);
             i += 1;
@@ -202,8 +203,8 @@ impl<T: Attrs> Dir<T> {
             return Err(Error::from_errno(ret));
         }
         // INVARIANT: initialized and added; we hold the initial reference.
-        // SAFETY: `KBox::into_raw` never returns null.
         Ok(Self {
+            // SAFETY: `KBox::into_raw` never returns null.
             node: unsafe { NonNull::new_unchecked(node) },
         })
     }
@@ -229,6 +230,11 @@ impl<T: Attrs> Drop for Dir<T> {
 }
 
 /// The kobject release of a `Node<T>`: frees it.
+///
+/// # Safety
+///
+/// Called by the kobject core only, with the kobject of a `Node<T>` whose
+/// last reference was just put.
 unsafe extern "C" fn release<T: Attrs>(kobj: *mut bindings::kobject) {
     let kobj = kobj.cast::<Opaque<bindings::kobject>>();
     // SAFETY: every kobject of this type is the `kobj` field of a `Node<T>`

@@ -113,6 +113,11 @@ pub(crate) fn register_class(module: &'static ThisModule) -> Result<ClientRegist
 }
 
 /// The class's `setup`: a backchannel for the connection in `args`.
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its transport-class
+/// contract (`xprt_class::setup`) gives (live objects it holds).
 unsafe extern "C" fn setup(args: *mut bindings::xprt_create) -> *mut bindings::rpc_xprt {
     // SAFETY: sunrpc passes valid creation arguments for the call's
     // duration.
@@ -211,6 +216,11 @@ unsafe fn discard(x: &RpcXprt) {
 
 /// The `send_request` op: sends a backward Call (in rpciod, or the thread
 /// of a synchronous task; never under a spinlock).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn send_request(rqst: *mut bindings::rpc_rqst) -> c_int {
     // SAFETY: sunrpc passes a live request for the op's duration.
     let mut rq = unsafe { RpcRqst::from_raw(rqst) };
@@ -313,6 +323,11 @@ pub(super) fn receive_reply(conn: &Connection, header: &Header<'_>, body: &[u8])
 }
 
 /// The `buf_alloc` op: the request's Call and Reply buffers.
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn buf_alloc(task: *mut bindings::rpc_task) -> c_int {
     // SAFETY: sunrpc passes a live task with its request.
     let mut rq = unsafe { RpcRqst::from_raw((*task).tk_rqstp) };
@@ -323,6 +338,11 @@ unsafe extern "C" fn buf_alloc(task: *mut bindings::rpc_task) -> c_int {
 }
 
 /// The `buf_free` op.
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn buf_free(task: *mut bindings::rpc_task) {
     // SAFETY: sunrpc passes a live task with its request.
     let mut rq = unsafe { RpcRqst::from_raw((*task).tk_rqstp) };
@@ -330,12 +350,22 @@ unsafe extern "C" fn buf_free(task: *mut bindings::rpc_task) {
 }
 
 /// The `close` op: sunrpc deletes the connection.
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn close(xprt: *mut bindings::rpc_xprt) {
     // SAFETY: sunrpc passes a live transport.
     unsafe { RpcXprt::from_raw(xprt) }.disconnect_done();
 }
 
 /// The `destroy` op: the last reference is gone.
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn destroy(xprt: *mut bindings::rpc_xprt) {
     // SAFETY: sunrpc calls `destroy` once, after the last reference:
     // nothing else uses the transport.
@@ -350,4 +380,9 @@ unsafe extern "C" fn destroy(xprt: *mut bindings::rpc_xprt) {
 
 /// The `print_stats` op (only NFS client mounts show transport statistics;
 /// a backchannel has none of its own).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `rpc_xprt_ops` contract
+/// gives (live objects it holds for the call).
 unsafe extern "C" fn print_stats(_xprt: *mut bindings::rpc_xprt, _seq: *mut bindings::seq_file) {}

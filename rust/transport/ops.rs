@@ -42,7 +42,7 @@ static OPS: bindings::svc_xprt_ops = bindings::svc_xprt_ops {
 /// ([`super::backchannel`]) answers to it; in a module built without it
 /// (`SVCRDMA_RS_BACKCHANNEL=n`) none does, so nfsd's callback setup fails
 /// cleanly and it tells the client its callback path is down.
-const IDENT: i32 = bindings::XPRT_TRANSPORT_RDMA as i32 | 0x1_0000;
+const IDENT: i32 = bindings::XPRT_TRANSPORT_RDMA | 0x1_0000;
 
 /// The backchannel's client transport identifier: [`IDENT`] plus
 /// `XPRT_TRANSPORT_BC` (bit 31, the sign bit of C's `int`).
@@ -108,6 +108,12 @@ unsafe fn ours<'a>(xprt: *mut bindings::svc_xprt) -> Ours<'a> {
     }
 }
 
+/// Creates a listener (`svc_xprt_ops::xpo_create`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_create(
     serv: *mut bindings::svc_serv,
     net: *mut bindings::net,
@@ -126,6 +132,12 @@ unsafe extern "C" fn xpo_create(
     }
 }
 
+/// Accepts a pending connection of a listener (`xpo_accept`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_accept(xprt: *mut bindings::svc_xprt) -> *mut bindings::svc_xprt {
     // SAFETY: sunrpc holds a reference on the transport during the call.
     match unsafe { ours(xprt) } {
@@ -134,6 +146,12 @@ unsafe extern "C" fn xpo_accept(xprt: *mut bindings::svc_xprt) -> *mut bindings:
     }
 }
 
+/// Whether a connection can take another Reply now (`xpo_has_wspace`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_has_wspace(xprt: *mut bindings::svc_xprt) -> c_int {
     // SAFETY: sunrpc holds a reference on the transport during the call.
     match unsafe { ours(xprt) } {
@@ -142,6 +160,12 @@ unsafe extern "C" fn xpo_has_wspace(xprt: *mut bindings::svc_xprt) -> c_int {
     }
 }
 
+/// Receives the next Call for an nfsd thread (`xpo_recvfrom`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_recvfrom(rqstp: *mut bindings::svc_rqst) -> c_int {
     // SAFETY: sunrpc passes a live request whose transport it holds.
     let xprt = unsafe { (*rqstp).rq_xprt };
@@ -152,6 +176,12 @@ unsafe extern "C" fn xpo_recvfrom(rqstp: *mut bindings::svc_rqst) -> c_int {
     }
 }
 
+/// Sends an nfsd thread's Reply (`xpo_sendto`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_sendto(rqstp: *mut bindings::svc_rqst) -> c_int {
     // SAFETY: sunrpc passes a live request whose transport it holds.
     let xprt = unsafe { (*rqstp).rq_xprt };
@@ -162,6 +192,12 @@ unsafe extern "C" fn xpo_sendto(rqstp: *mut bindings::svc_rqst) -> c_int {
     }
 }
 
+/// Notes where a Reply's payload is (`xpo_result_payload`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_result_payload(
     rqstp: *mut bindings::svc_rqst,
     offset: c_uint,
@@ -170,6 +206,12 @@ unsafe extern "C" fn xpo_result_payload(
     sendto::result_payload(rqstp, offset, length)
 }
 
+/// Releases a Call's receive context (`xpo_release_ctxt`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_release_ctxt(xprt: *mut bindings::svc_xprt, ctxt: *mut c_void) {
     if ctxt.is_null() {
         return;
@@ -182,6 +224,12 @@ unsafe extern "C" fn xpo_release_ctxt(xprt: *mut bindings::svc_xprt, ctxt: *mut 
     }
 }
 
+/// Detaches a closing transport (`xpo_detach`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_detach(xprt: *mut bindings::svc_xprt) {
     // SAFETY: sunrpc holds a reference on the transport during the call.
     if let Ours::Connection(c) = unsafe { ours(xprt) } {
@@ -189,6 +237,12 @@ unsafe extern "C" fn xpo_detach(xprt: *mut bindings::svc_xprt) {
     }
 }
 
+/// Frees a transport on its last reference (`xpo_free`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_free(xprt: *mut bindings::svc_xprt) {
     // SAFETY: sunrpc calls `xpo_free` once, on the last reference to one of
     // our transports; each kind is freed as the kind it is.
@@ -200,4 +254,10 @@ unsafe extern "C" fn xpo_free(xprt: *mut bindings::svc_xprt) {
     }
 }
 
+/// Nothing to do: our connections are not temporary sockets (`xpo_kill_temp_xprt`).
+///
+/// # Safety
+///
+/// Called by sunrpc only, with the arguments its `svc_xprt_ops` contract
+/// gives (live objects it holds references on for the call).
 unsafe extern "C" fn xpo_kill_temp_xprt(_xprt: *mut bindings::svc_xprt) {}

@@ -279,15 +279,19 @@ class Client:
     # --- connection -------------------------------------------------------
 
     def event(self, want, timeout=30):
+        return self.event_any((want,), timeout)[1]
+
+    def event_any(self, wants, timeout=30):
+        """The next CM event, which must be one of `wants`: (type, private data)."""
         r, _, _ = select.select([self.cmfd], [], [], timeout)
         if not r:
-            raise RuntimeError(f"no CM event within {timeout} s (wanted {want})")
+            raise RuntimeError(f"no CM event within {timeout} s (wanted {wants})")
         ev = CMEvent(self.chan)
         t, pd = ev.event_type, ev.private_data
         ev.ack_cm_event()
-        if t != want:
-            raise RuntimeError(f"CM event {t}, wanted {want}")
-        return pd
+        if t not in wants:
+            raise RuntimeError(f"CM event {t}, wanted {wants}")
+        return t, pd
 
     def connect(self):
         if self.chan is None:
@@ -310,14 +314,20 @@ class Client:
         self.rcq = CQ(ctx, 2 * CALL_SLOTS + 8)
         cap = QPCap(max_send_wr=SEND_SLOTS, max_recv_wr=RECV_SLOTS, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.scq, rcq=self.rcq, cap=cap, sq_sig_all=1))
-        self.id.connect(ConnParam(resources=4, depth=4, retry=5, rnr_retry=7, qp_num=self.qp.qp_num))
-        pd = self.event(ce.RDMA_CM_EVENT_CONNECT_RESPONSE)
-        for st in (e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS):
-            attr, mask = self.id.init_qp_attr(st)
-            self.qp.modify(attr, mask)
+        # INIT before connecting, receives posted: iWARP's CM moves the QP
+        # on from INIT itself and reports ESTABLISHED at once; IB and RoCE
+        # report CONNECT_RESPONSE, and the QP goes to RTR and RTS here.
+        attr, mask = self.id.init_qp_attr(e.IBV_QPS_INIT)
+        self.qp.modify(attr, mask)
         for i in range(RECV_SLOTS):
             self.post_recv(i)
-        self.id.establish()
+        self.id.connect(ConnParam(resources=4, depth=4, retry=5, rnr_retry=7, qp_num=self.qp.qp_num))
+        t, pd = self.event_any((ce.RDMA_CM_EVENT_CONNECT_RESPONSE, ce.RDMA_CM_EVENT_ESTABLISHED))
+        if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
+            for st in (e.IBV_QPS_RTR, e.IBV_QPS_RTS):
+                attr, mask = self.id.init_qp_attr(st)
+                self.qp.modify(attr, mask)
+            self.id.establish()
         self.server_recv = INLINE
         # RFC 8797: the server's own receive size, if it says.
         if pd and len(pd) >= 8 and pd[:5] == bytes.fromhex("f6ab0e1801"):

@@ -30,6 +30,9 @@ SERVERS=${SERVERS:-rs c}
 CONNS=${CONNS:-16}
 PORT=20049
 CM=$ROOT/tests/tools/cm_connect
+# The figures go to the suite's own output (t_run shows a test's output
+# only when it fails).
+exec {MEM_OUT}>&1
 
 # mem: "MemAvailable Slab" in KiB, in REPLY.
 mem() {
@@ -92,7 +95,7 @@ measure() { # measure NAME
 	release
 	da=$(((${before% *} - ${after% *}) / CONNS))
 	ds=$(((${after#* } - ${before#* }) / CONNS))
-	echo "memory: $1: $da KiB less MemAvailable, $ds KiB more Slab, per idle connection ($CONNS connections)"
+	echo "memory: $1: $da KiB less MemAvailable, $ds KiB more Slab, per idle connection ($CONNS connections)" >&"$MEM_OUT"
 	MEASURED=$da
 }
 
@@ -133,6 +136,7 @@ t_server() {
 
 t_run setup t_setup
 for s in $SERVERS; do
-	t_run "server_${s%%=*}" t_server "$s"
+	case $s in rs=*) n=rs_${s##*/} n=${n%.ko} ;; *) n=$s ;; esac
+	t_run "server_$n" t_server "$s"
 done
 t_summary

@@ -438,15 +438,15 @@ t_teardown() {
 scenario() {
 	local name=$1
 	shift
+	# Not planned on this configuration: not counted.
+	if [ -n "$TAG" ]; then
+		[[ " $FAULTS_OTHER " == *" $name "* ]] || return 0
+	fi
 	[ -z "$FAULTS_ONLY" ] || [[ " $FAULTS_ONLY " == *" $name "* ]] || {
 		T_SKIPPED=$((T_SKIPPED + 1))
 		return 0
 	}
-	if [ -n "$TAG" ]; then
-		[[ " $FAULTS_OTHER " == *" $name "* ]] || return 0
-		name=${TAG}_$name
-	fi
-	t_run "$name" "$@"
+	t_run "${TAG:+${TAG}_}$name" "$@"
 }
 
 # Each DEV:MEMREG of FAULTS_CONFIGS (default rxe:auto; make hostile adds

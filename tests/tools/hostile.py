@@ -314,19 +314,19 @@ class Client:
         self.rcq = CQ(ctx, 2 * CALL_SLOTS + 8)
         cap = QPCap(max_send_wr=SEND_SLOTS, max_recv_wr=RECV_SLOTS, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.scq, rcq=self.rcq, cap=cap, sq_sig_all=1))
-        # INIT before connecting, receives posted: iWARP's CM moves the QP
-        # on from INIT itself and reports ESTABLISHED at once; IB and RoCE
-        # report CONNECT_RESPONSE, and the QP goes to RTR and RTS here.
-        attr, mask = self.id.init_qp_attr(e.IBV_QPS_INIT)
-        self.qp.modify(attr, mask)
-        for i in range(RECV_SLOTS):
-            self.post_recv(i)
         self.id.connect(ConnParam(resources=4, depth=4, retry=5, rnr_retry=7, qp_num=self.qp.qp_num))
+        # IB and RoCE report CONNECT_RESPONSE: the QP goes through INIT,
+        # RTR and RTS here (INIT only now: its access rights come from the
+        # connection's parameters), then the CM is told. iWARP reports
+        # ESTABLISHED at once, its provider having moved the QP to RTS.
         t, pd = self.event_any((ce.RDMA_CM_EVENT_CONNECT_RESPONSE, ce.RDMA_CM_EVENT_ESTABLISHED))
         if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
-            for st in (e.IBV_QPS_RTR, e.IBV_QPS_RTS):
+            for st in (e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS):
                 attr, mask = self.id.init_qp_attr(st)
                 self.qp.modify(attr, mask)
+        for i in range(RECV_SLOTS):
+            self.post_recv(i)
+        if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
             self.id.establish()
         self.server_recv = INLINE
         # RFC 8797: the server's own receive size, if it says.

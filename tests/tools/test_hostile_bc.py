@@ -539,5 +539,23 @@ class Judgement(unittest.TestCase):
         self.assertEqual(rc, 0)
 
 
+class Arguments(unittest.TestCase):
+    """hostile_bc.py's arguments are enough for hostile.py's Client, whose
+    reply path it reuses (hostile.py's options are not all its own)."""
+
+    def test_the_forward_reply_path_runs_with_hostile_bc_arguments(self):
+        a = B.parser().parse_args(["192.0.2.1", "20049"])
+        s = H.Stats(False)
+        c = H.Client(a, s)
+        c.up, c.credits = True, 1
+        c.out, c.pending = {}, {}
+        c.free_slots = []
+        c.next_expiry = 0.0
+        xid = 0x48000020
+        test_hostile.outstanding(c, "null", b"", {H.REPLY}, xid)
+        c.on_reply(test_hostile.null_reply(xid))
+        self.assertEqual(s.c.get("answered_ok"), 1, s.c)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -344,7 +344,10 @@ in_flight() {
 	for ((i = 0; i < $1; i++)); do
 		local_change sh -c "echo data >'$EXP/fl.$TAG.$i'"
 	done
-	for ((r = 0; r < 5 && held == 0; r++)); do
+	# nfsd hands out delegations by its own heuristics (and not for a while
+	# after recalls on the same files' hash, fs/nfsd's block_delegations):
+	# opens are retried for up to 15 s (5 s once proved too short).
+	for ((r = 0; r < 15 && held == 0; r++)); do
 		for ((i = 0; i < $1; i++)); do
 			f=fl.$TAG.$i
 			has_deleg "$f" || cat "$MNT/$f" >/dev/null

@@ -37,4 +37,12 @@ expect pass "T_ONLY skips count as run" -- suite 3 3 "t1"
 expect fail "a failed test fails the summary" -- bash -c '. "$1"; t_plan 1; t_run t1 false; t_summary' _ "$lib"
 out=$(suite 3 2)
 grep -q '^FAIL suite_plan: 3 tests declared (t_plan), 2 ran$' <<<"$out" || { echo "WRONG: no suite_plan line in: $out"; bad=1; }
+# has/first under pipefail: a match early in a long writer's output is a
+# pass (grep -q, which stops reading, kills seq with SIGPIPE: the same
+# pipeline fails; faults' accept_alloc_failure failed CI that way).
+pf() { bash -c 'set -eo pipefail; . "$1"; eval "$2"' _ "$lib" "$1"; }
+expect pass "has: match at the start of 1M lines" -- pf 'seq 1 1000000 | has -x 1'
+expect fail "grep -q: the same pipeline fails (why has exists)" -- pf 'seq 1 1000000 | grep -q -x 1'
+expect fail "has: no match" -- pf 'seq 1 1000 | has -x 0'
+expect pass "first: 8 lines of 1M" -- pf '[ "$(seq 1 1000000 | first 8 | wc -l)" = 8 ]'
 exit $bad

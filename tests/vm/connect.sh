@@ -324,12 +324,12 @@ t_parameters_validated() {
 		dmesg_mark
 		if echo bogus >$P/$p 2>/dev/null; then fail "$p=bogus accepted"; fi
 		[ "$(cat $P/$p)" = "$v" ] || fail "$p changed after a bad write"
-		dmesg_since_mark | grep -q "svcrdma_rs: $p=\"bogus\" refused" || fail "no clear line for a bad $p"
+		dmesg_since_mark | has "svcrdma_rs: $p=\"bogus\" refused" || fail "no clear line for a bad $p"
 	done
 	if echo fast_reg >$P/debug_caps 2>/dev/null; then fail "debug_caps=fast_reg accepted"; fi
 	[ "$(cat $P/memreg) $(cat $P/dma_mr)" = "auto ib_only" ] || fail "defaults are not auto/ib_only"
-	modinfo "$KO" | grep -q '^parm: *memreg:' || fail "memreg not documented in modinfo"
-	modinfo "$KO" | grep -q '^parm: *dma_mr:.*ib_only' || fail "dma_mr not documented in modinfo"
+	modinfo "$KO" | has '^parm: *memreg:' || fail "memreg not documented in modinfo"
+	modinfo "$KO" | has '^parm: *dma_mr:.*ib_only' || fail "dma_mr not documented in modinfo"
 }
 
 t_real_nfs_client_connects() {

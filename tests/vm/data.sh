@@ -171,7 +171,7 @@ t_rsize_wsize() {
 	local sz
 	for sz in 4096 1048576; do
 		mnt vers=4.2,rsize=$sz,wsize=$sz
-		grep " $MNT " /proc/mounts | grep -q "rsize=$sz,wsize=$sz" || fail "rsize/wsize $sz not in effect: $(grep " $MNT " /proc/mounts)"
+		grep " $MNT " /proc/mounts | has "rsize=$sz,wsize=$sz" || fail "rsize/wsize $sz not in effect: $(grep " $MNT " /proc/mounts)"
 		direct_rw $FILE_MB rw$sz.bin
 		rm -f $MNT/rw$sz.bin
 		umnt

@@ -18,7 +18,7 @@ stock_kernel() {
 	v=$(</proc/version)
 	[ "$(uname -r)" = "$KREL" ] || fail "the guest runs $(uname -r), not $KREL"
 	[[ $v == *Debian* ]] || fail "/proc/version does not say Debian"
-	modinfo -n rdma_rxe | grep -q "/lib/modules/$KREL/" || fail "rdma_rxe is not the stock kernel's: $(modinfo -n rdma_rxe)"
+	modinfo -n rdma_rxe | has "/lib/modules/$KREL/" || fail "rdma_rxe is not the stock kernel's: $(modinfo -n rdma_rxe)"
 	[[ $(modinfo -F vermagic "$KO") == "$KREL "* ]] || fail "$KO vermagic: $(modinfo -F vermagic "$KO")"
 }
 t_run stock_kernel stock_kernel
@@ -68,8 +68,8 @@ serving_rdma() {
 	[ "$REPLY" = rdma ] || fail "svcrdma_rs is not loaded holding rdma ('$REPLY')"
 	l=$(rdma resource show cm_id | grep 'state LISTEN' | grep ':20049' || true)
 	echo "$l"
-	echo "$l" | grep -q 'comm \[svcrdma_rs\]' || fail "no svcrdma_rs listener on 20049"
-	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | grep -q .; then fail "another module listens on 20049"; fi
+	echo "$l" | has 'comm \[svcrdma_rs\]' || fail "no svcrdma_rs listener on 20049"
+	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | has .; then fail "another module listens on 20049"; fi
 	head -c $((4 << 20)) /dev/urandom >/tmp/src
 	want=$(sha256sum </tmp/src)
 	mkdir -p $mnt

@@ -25,8 +25,8 @@ ours_listen() {
 	l=$(cm_listeners)
 	echo "$l"
 	[ -n "$l" ] || fail "no RDMA listener on port 20049"
-	echo "$l" | grep -q 'comm \[svcrdma_rs\]' || fail "the listener is not svcrdma_rs's"
-	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | grep -q .; then
+	echo "$l" | has 'comm \[svcrdma_rs\]' || fail "the listener is not svcrdma_rs's"
+	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | has .; then
 		fail "another module listens on 20049 too"
 	fi
 }
@@ -80,8 +80,8 @@ t_client_done() {
 	wait_for ${DROPIN_WAIT:-1200} test -e "$NFS_EXPORT/client-done" || fail "the client VM never finished"
 	rd "$NFS_EXPORT/client-done"
 	[ "$REPLY" = ok ] || fail "the client reported: $REPLY"
-	dmesg | grep 'svcrdma_rs: connection [0-9]* from 192.168.77.2' | head -n 3
-	dmesg | grep -q 'svcrdma_rs: connection [0-9]* from 192.168.77.2:[0-9]* on rxe0 (roce): Using Fast Memory Registration' ||
+	dmesg | grep 'svcrdma_rs: connection [0-9]* from 192.168.77.2' | first 3
+	dmesg | has 'svcrdma_rs: connection [0-9]* from 192.168.77.2:[0-9]* on rxe0 (roce): Using Fast Memory Registration' ||
 		fail "no connection line for the client"
 }
 

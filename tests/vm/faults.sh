@@ -74,7 +74,7 @@ leaks() {
 	local found
 	found=$(<$KML)
 	echo clear >$KML
-	[ -z "$found" ] || { echo "$found" | head -n 40; fail "kmemleak: $(echo "$found" | head -n 1)"; }
+	[ -z "$found" ] || { echo "$found" | first 40; fail "kmemleak: $(echo "$found" | first 1)"; }
 }
 
 # after: what every scenario ends with.
@@ -344,7 +344,7 @@ t_accept_alloc_failure() {
 	echo "$fired connection attempts, each with one allocation of the nfsd thread failed (the 1st to the ${FAIL_DENSE}th, then steps of 1/$FAIL_STEP), $est of them established anyway; one connection's accept and teardown made fewer than $n"
 	[ $fired -ge 5 ] || fail "only $fired allocations were failed: the sweep did not reach the accept"
 	[ $n -le $FAIL_MAX ] || fail "the accept still allocates after $FAIL_MAX allocations"
-	dmesg_since_mark | grep 'svcrdma_rs' | sort | uniq -c | sort -rn | head -n 8
+	dmesg_since_mark | grep svcrdma_rs | sed "s/^\[[ 0-9.]*\] //; s/[0-9]\+/N/g" | sort | uniq -c | sort -rn | first 8
 	mnt
 	load_start after-failslab.bin
 	load_check

@@ -15,8 +15,8 @@ load_deps() { modprobe -a sunrpc ib_core rdma_cm; }
 
 t_rxe_up() {
 	rdma_add rxe rxe0
-	rdma_link rxe0 | grep -q "state ACTIVE" || fail "rxe0 not ACTIVE"
-	ibv_devices | grep -q rxe0 || fail "ibv_devices does not list rxe0"
+	rdma_link rxe0 | has "state ACTIVE" || fail "rxe0 not ACTIVE"
+	ibv_devices | has rxe0 || fail "ibv_devices does not list rxe0"
 }
 
 t_module_loads() {
@@ -24,8 +24,8 @@ t_module_loads() {
 	local info
 	info=$(modinfo "$KO")
 	echo "$info"
-	echo "$info" | grep -q '^parm: *xprt_name:.*portlist' || fail "modinfo does not document xprt_name"
-	echo "$info" | grep -q '^license: *GPL' || fail "no GPL license in modinfo"
+	echo "$info" | has '^parm: *xprt_name:.*portlist' || fail "modinfo does not document xprt_name"
+	echo "$info" | has '^license: *GPL' || fail "no GPL license in modinfo"
 	load_deps
 	insmod "$KO" xprt_name=$NAME || fail "insmod failed"
 	[ -d /sys/module/svcrdma_rs ] || fail "/sys/module/svcrdma_rs missing"
@@ -42,9 +42,9 @@ t_listener() {
 	local cm
 	cm=$(rdma resource show cm_id)
 	echo "$cm"
-	echo "$cm" | grep 'state LISTEN' | grep 'comm \[svcrdma_rs\]' | grep -q "src-addr 0.0.0.0:$PORT" ||
+	echo "$cm" | grep 'state LISTEN' | grep 'comm \[svcrdma_rs\]' | has "src-addr 0.0.0.0:$PORT" ||
 		fail "no IPv4 svcrdma_rs listener on $PORT in 'rdma resource show cm_id'"
-	echo "$cm" | grep 'state LISTEN' | grep 'comm \[svcrdma_rs\]' | grep -qE "src-addr (\[::\]|::):$PORT" ||
+	echo "$cm" | grep 'state LISTEN' | grep 'comm \[svcrdma_rs\]' | has -E "src-addr (\[::\]|::):$PORT" ||
 		fail "no IPv6 svcrdma_rs listener on $PORT in 'rdma resource show cm_id'"
 }
 
@@ -75,7 +75,7 @@ t_bad_name_refused() {
 		rmmod svcrdma_rs
 		fail "a name with a space was accepted"
 	fi
-	dmesg_since_mark | grep -q 'xprt_name="bad name" refused' || fail "no clear line for a bad xprt_name"
+	dmesg_since_mark | has 'xprt_name="bad name" refused' || fail "no clear line for a bad xprt_name"
 	if insmod "$KO" xprt_name=abcdefghijklmnop 2>/dev/null; then
 		rmmod svcrdma_rs
 		fail "a 16-byte name was accepted"
@@ -94,9 +94,9 @@ t_name_taken() {
 	line=$(dmesg_since_mark | grep 'svcrdma_rs:')
 	echo "$line"
 	[ "$(echo "$line" | grep -c .)" = 1 ] || fail "expected exactly one log line, got: $line"
-	echo "$line" | grep -q 'transport name "rdma" is already registered' || fail "the line does not say the name is taken"
-	echo "$line" | grep -q 'xprt_name=' || fail "the line does not say how to choose another name"
-	echo "$line" | grep -q 'rmmod rpcrdma' || fail "the line does not say how to take the name from rpcrdma"
+	echo "$line" | has 'transport name "rdma" is already registered' || fail "the line does not say the name is taken"
+	echo "$line" | has 'xprt_name=' || fail "the line does not say how to choose another name"
+	echo "$line" | has 'rmmod rpcrdma' || fail "the line does not say how to take the name from rpcrdma"
 	# Loading twice: the second load is refused, the first keeps working.
 	insmod "$KO" xprt_name=$NAME || fail "insmod under $NAME failed"
 	if insmod "$KO" xprt_name=other 2>/dev/null; then
@@ -117,7 +117,7 @@ t_c_svcrdma_reference_mount() {
 	a=$(sha256sum <$src)
 	for vers in 3 4.2; do
 		nfs_mount "vers=$vers,proto=rdma,port=$PORT" $mnt || fail "v$vers: mount -o rdma,port=$PORT failed"
-		grep " $mnt " /proc/mounts | grep -q 'proto=rdma' || fail "v$vers: mount is not proto=rdma"
+		grep " $mnt " /proc/mounts | has 'proto=rdma' || fail "v$vers: mount is not proto=rdma"
 		dd if=$src of=$mnt/ref-$vers.bin bs=1M oflag=direct status=none || fail "v$vers: write failed"
 		# Direct I/O: the read goes to the server, not the client's cache.
 		b=$(dd if=$mnt/ref-$vers.bin bs=1M iflag=direct status=none | sha256sum)

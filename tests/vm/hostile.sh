@@ -90,7 +90,7 @@ hostile_test() {
 	[ -n "$before" ] || [ "${SERVER:-rs}" = c ] || fail "no svcrdma_rs connection for the mount"
 	# The memory model hostile.py's connections get too (same device and
 	# parameters).
-	[ -z "$before" ] || { rd "/sys/kernel/svcrdma_rs/connections/$(echo "$before" | head -n 1)/memreg"; model=$REPLY; }
+	[ -z "$before" ] || { rd "/sys/kernel/svcrdma_rs/connections/$(echo "$before" | first 1)/memreg"; model=$REPLY; }
 	# The log from here (the suite's own mark stays for teardown's check).
 	local log0
 	log0=$(dmesg | wc -l)
@@ -211,7 +211,7 @@ t_limits() {
 	echo >$P
 	cat /tmp/hostile_limits.out
 	[ "$rc" = 0 ] || fail "hostile.py --limits: a Call over the connection's MRs was not answered with ERR_CHUNK on a live connection (exit $rc)"
-	dmesg | tail -n +$((log0 + 1)) | grep -q "cannot serve the Call's read chunks (needs more memory regions" ||
+	dmesg | tail -n +$((log0 + 1)) | has "cannot serve the Call's read chunks (needs more memory regions" ||
 		fail "no log line for the Call refused over the MR pool"
 }
 

@@ -42,9 +42,9 @@ t_make_install_destdir() {
 	cmp -s "$d/etc/modprobe.d/svcrdma_rs.conf" "$ROOT/modprobe/svcrdma_rs.conf" || fail "no modprobe.d file"
 	grep -q '^updates/svcrdma_rs.ko:' "$d/lib/modules/$KREL/modules.dep" || fail "depmod did not list the module"
 	# modprobe in the scratch root finds it, and rpcrdma's softdep names it.
-	modprobe -d "$d" -S "$KREL" --show-depends svcrdma_rs | grep -q 'updates/svcrdma_rs.ko' ||
+	modprobe -d "$d" -S "$KREL" --show-depends svcrdma_rs | has 'updates/svcrdma_rs.ko' ||
 		fail "modprobe -d does not find it"
-	modprobe -d "$d" -S "$KREL" -C "$d/etc/modprobe.d" -c | grep -q '^softdep rpcrdma pre: svcrdma_rs' ||
+	modprobe -d "$d" -S "$KREL" -C "$d/etc/modprobe.d" -c | has '^softdep rpcrdma pre: svcrdma_rs' ||
 		fail "modprobe's configuration has no softdep for rpcrdma"
 	make -C "$ROOT" --no-print-directory uninstall KDIR="$KDIR" DESTDIR="$d" || fail "make uninstall failed"
 	[ ! -e "$d/lib/modules/$KREL/updates/svcrdma_rs.ko" ] || fail "the module is still there"
@@ -80,7 +80,7 @@ t_dkms_round_trip() {
 		{ cat "$SCRATCH/dkms/svcrdma_rs/$ver/build/make.log" 2>/dev/null | tail -n 30; fail "dkms build failed"; }
 	dk install -m svcrdma_rs -v "$ver" -k "$KREL" --kernelsourcedir "$KDIR" --no-depmod || fail "dkms install failed"
 	dk status -m svcrdma_rs
-	dk status -m svcrdma_rs | grep -q "installed" || fail "dkms status does not say installed"
+	dk status -m svcrdma_rs | has "installed" || fail "dkms status does not say installed"
 	[ -f "$mod" ] || fail "no module at $mod"
 	v=$(modinfo -F version "$mod")
 	echo "DKMS-built module: version $v, vermagic $(modinfo -F vermagic "$mod")"

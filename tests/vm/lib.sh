@@ -145,12 +145,19 @@ kmsg_window_end() { kmsg_mark; }
 
 # dmesg_mark; ...; dmesg_since_mark: the kernel log written in between.
 dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }
+# Pipeline readers that read all of their input. Tests run with pipefail,
+# and `grep -q` or `head` stop reading at the first match or line: a writer
+# with more than a pipe buffer left (dmesg, modprobe -c) then dies of
+# SIGPIPE and fails a test that found what it looked for. `has` is
+# `grep -q`, `first N` is `head -n N`.
+has() { grep -c "$@" >/dev/null; }
+first() { sed -n "1,${1}p"; }
 dmesg_since_mark() { dmesg | tail -n +"$(( $(cat /tmp/.dmesg_mark 2>/dev/null || echo 0) + 1 ))"; }
 # Fails if the kernel logged a report since the mark.
 dmesg_clean_since_mark() {
 	local bad
 	bad=$(dmesg_since_mark | grep -aE "$T_REPORTS" || true)
-	[ -z "$bad" ] || { echo "$bad"; fail "kernel reports: $(echo "$bad" | head -n 1)"; }
+	[ -z "$bad" ] || { echo "$bad"; fail "kernel reports: $(echo "$bad" | first 1)"; }
 }
 
 # Waits up to $1 seconds for the command to succeed.

@@ -109,7 +109,7 @@ t_bound_listener() {
 	nfsd_start 4
 	cm_listen "$ip"
 	[ -n "$(cm_listen "$ip")" ] || { rdma resource show cm_id; fail "no svcrdma_rs listener bound to $ip:$PORT"; }
-	cm_listen "$ip" | grep -q 'link rxe0/' || fail "the bound listener is not on rxe0"
+	cm_listen "$ip" | has 'link rxe0/' || fail "the bound listener is not on rxe0"
 	mount_rw
 }
 
@@ -132,8 +132,8 @@ t_bound_relisten() {
 	rdma_add rxe rxe0
 	wait_for 30 sh -c "rdma resource show cm_id | grep 'state LISTEN' | grep -q 'src-addr $ip:$PORT'" ||
 		{ rdma resource show cm_id; fail "no listener on $ip:$PORT within 30 s of rxe0's return"; }
-	cm_listen "$ip" | grep -q 'link rxe0/' || fail "the new listener is not on rxe0"
-	dmesg_since_mark | grep -q "svcrdma_rs: listener on $ip:$PORT: listening again" ||
+	cm_listen "$ip" | has 'link rxe0/' || fail "the new listener is not on rxe0"
+	dmesg_since_mark | has "svcrdma_rs: listener on $ip:$PORT: listening again" ||
 		fail "no log line for listening again"
 	mount_rw read
 	# Once more: the listener made after the removal lets go of the device too.

@@ -85,13 +85,10 @@ pub(crate) struct Connection {
     /// clear is done before the QP goes.
     #[pin]
     cm_gate: Mutex<()>,
-    /// Indices of received buffers waiting for `xpo_recvfrom`, oldest
-    /// first. Capacity for every buffer is reserved up front, so the
-    /// completion path never allocates.
+    /// Received buffers waiting for `xpo_recvfrom`, and whether the
+    /// connection is established; see [`Ready`].
     #[pin]
-    ready: SpinLock<KVec<u16>>,
-    /// The connection is established (receives may be handed to nfsd).
-    established: Atomic<bool>,
+    ready: SpinLock<Ready>,
     /// Teardown has begun: completions and events must not touch sunrpc.
     dying: Atomic<bool>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
@@ -100,6 +97,25 @@ pub(crate) struct Connection {
     pub(crate) info: ConnAttrs,
     pub(crate) id: u64,
     registry: Arc<Registry>,
+}
+
+/// The receive side's hand-over to nfsd.
+///
+/// A receive may complete before the CM reports the connection
+/// established (the peer sends its first Call at once: on soft-RoCE about
+/// one new connection in four), and then it waits here until the event.
+/// The queue, the flag and `XPT_DATA` change only under one lock, so
+/// whichever of the completion and the event comes second sees what the
+/// first did and enqueues the transport. (With the flag a relaxed atomic
+/// beside the queue, the event's store and the completion's `XPT_DATA` could
+/// each miss the other, a store-load reordering that x86 allows, and the
+/// Call would wait for the client's next message.)
+struct Ready {
+    /// Indices of received buffers, oldest first. Capacity for every
+    /// buffer is reserved up front, so the completion path never allocates.
+    queue: KVec<u16>,
+    /// The CM reported the connection established.
+    established: bool,
 }
 
 impl Connection {
@@ -121,8 +137,10 @@ impl Connection {
             sq <- SendQueue::empty(),
             mr_free <- MrFree::empty(),
             cm_gate <- new_mutex!(()),
-            ready <- new_spinlock!(KVec::with_capacity(recv_buffers, GFP_KERNEL)?),
-            established: Atomic::new(false),
+            ready <- new_spinlock!(Ready {
+                queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
+                established: false,
+            }),
             dying: Atomic::new(false),
             sysfs: SetOnce::new(),
             info,
@@ -177,14 +195,39 @@ impl Connection {
 
     /// A receive completed: queue it for nfsd.
     pub(crate) fn received(&self, index: u16) {
-        let queued = self.ready.lock().push_within_capacity(index).is_ok();
-        if !queued {
-            // Cannot happen: one slot per buffer. Treat as fatal, safely.
-            self.fatal();
-            return;
+        let established = {
+            let mut r = self.ready.lock();
+            if r.queue.push_within_capacity(index).is_err() {
+                drop(r);
+                // Cannot happen: one slot per buffer. Treat as fatal, safely.
+                self.fatal();
+                return;
+            }
+            self.xprt.set_flag(Flag::Data);
+            r.established
+        };
+        if established && !self.dying.load(Relaxed) {
+            self.xprt.enqueue();
         }
-        self.xprt.set_flag(Flag::Data);
-        if self.established.load(Relaxed) && !self.dying.load(Relaxed) {
+    }
+
+    /// The CM reported the connection established: from now on receives
+    /// go to nfsd as they complete, and those that completed before are
+    /// handed over here.
+    fn established(&self) {
+        {
+            let mut r = self.ready.lock();
+            r.established = true;
+            // Mutant lost_first_call: receives that completed before the
+            // event stay queued, unannounced, until the next one.
+            if cfg!(svcrdma_mutant = "lost_first_call") {
+                return;
+            }
+            if !r.queue.is_empty() {
+                self.xprt.set_flag(Flag::Data);
+            }
+        }
+        if !self.dying.load(Relaxed) {
             self.xprt.enqueue();
         }
     }
@@ -380,9 +423,13 @@ impl Connection {
     /// Takes the oldest received buffer for `xpo_recvfrom`, clearing
     /// `XPT_DATA` when none is left.
     pub(crate) fn next_received(&self) -> Option<u16> {
-        let mut q = self.ready.lock();
-        let next = if q.is_empty() { None } else { q.remove(0).ok() };
-        if q.is_empty() {
+        let mut r = self.ready.lock();
+        let next = if r.queue.is_empty() {
+            None
+        } else {
+            r.queue.remove(0).ok()
+        };
+        if r.queue.is_empty() {
             self.xprt.clear_flag(Flag::Data);
         }
         next
@@ -455,11 +502,7 @@ pub(crate) unsafe extern "C" fn conn_handler(
     let conn = unsafe { &*id.context().cast::<Connection>() };
     match event.kind() {
         bindings::RDMA_CM_EVENT_ESTABLISHED => {
-            conn.established.store(true, Relaxed);
-            // Receives that arrived before the handshake finished.
-            if !conn.dying.load(Relaxed) {
-                conn.xprt.enqueue();
-            }
+            conn.established();
         }
         bindings::RDMA_CM_EVENT_DISCONNECTED
         | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL

@@ -110,6 +110,20 @@ def rpc_call(xid, prog=NFS_PROG, vers=NFS_V3, proc=0, body=b"", auth_sys=False):
     return u32(xid) + u32(0) + u32(2) + u32(prog) + u32(vers) + u32(proc) + cred + u32(0) + u32(0) + body
 
 
+# soft-iWARP (7.3) accepts by sending its MPA reply and only then hands the
+# socket's receive callback to the QP (siw_accept: siw_send_mpareqrep, then
+# siw_qp_socket_assoc). A message that reaches the server in between is
+# ignored by the CM's callback (siw_cm_llp_data_ready, state RDMA_MODE) and
+# waits in the socket until the next one arrives: any server, ours or the C
+# svcrdma, then seems not to answer. On iWARP the client waits this long
+# after ESTABLISHED before its first send.
+IWARP_SETTLE = 0.2
+
+# Where a transport header's first Read segment keeps its offset: xid,
+# version, credits, procedure, list discriminator, position, handle, length.
+OFFSET0 = 32
+
+
 def seg(handle, length, offset):
     return u32(handle) + u32(length) + struct.pack(">Q", offset & (2**64 - 1))
 
@@ -328,6 +342,8 @@ class Client:
             self.post_recv(i)
         if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
             self.id.establish()
+        else:
+            time.sleep(IWARP_SETTLE)
         self.server_recv = INLINE
         # RFC 8797: the server's own receive size, if it says.
         if pd and len(pd) >= 8 and pd[:5] == bytes.fromhex("f6ab0e1801"):
@@ -744,11 +760,11 @@ class Suite:
             x, s = self.next_xid(), self.slot()
             if name == "read_too_short":  # runs past the end of the MR
                 m = self.nomsg_call(x, s, rlen=40, roff=0, rkey=None)
-                m = m[:36] + struct.pack(">Q", c.data.buf + off)
+                m = m[:OFFSET0] + struct.pack(">Q", c.data.buf + off) + m[OFFSET0 + 8:]
             else:
                 m = self.nomsg_call(x, s, rlen=ln, roff=0 if off is None else off, rkey=key)
                 if off:
-                    m = m[:36] + struct.pack(">Q", off)
+                    m = m[:OFFSET0] + struct.pack(">Q", off) + m[OFFSET0 + 8:]
             # The call cannot be read: refused, or the connection lost
             # (RFC 8166 section 4.5.5); an empty call may be dropped.
             V(name, m, {ERRC, CLOSE, DROP} if ln == 0 else {ERRC, CLOSE}, x, s)
@@ -909,6 +925,23 @@ class Suite:
             x = self.next_xid()
             V("null_after_overrun", self.null(x), {REPLY}, x)
 
+    def fresh(self, n):
+        """n new connections, each sending a NULL call the moment it is
+        established: the Call can reach the server before the CM tells it
+        the connection is up, and must be answered all the same."""
+        c, V = self.c, self.case
+        hangs = self.s.c.get("hangs", 0)
+        t = time.monotonic()
+        for i in range(n):
+            if i:
+                c.close("fresh")
+                c.connect()
+            x = self.next_xid()
+            V("first_call_on_a_new_connection", self.null(x), {REPLY}, x)
+        print(f"fresh: {n} new connections, each answered its first call: "
+              f"{n - (self.s.c.get('hangs', 0) - hangs)} within {self.a.timeout:g} s; "
+              f"{time.monotonic() - t:.0f} s", flush=True)
+
     def run(self):
         self.t0 = t1 = time.monotonic()
         self.done = 0
@@ -921,6 +954,9 @@ class Suite:
                 return self.summary(time.monotonic())
             if self.a.overrun:
                 self.overrun(self.a.overrun)
+                return self.summary(time.monotonic())
+            if self.a.fresh:
+                self.fresh(self.a.fresh)
                 return self.summary(time.monotonic())
             self.directed()
             t1 = time.monotonic()
@@ -1054,6 +1090,8 @@ def main():
     p.add_argument("--progress", type=int, default=0, help="print progress every N random messages")
     p.add_argument("--overrun", type=int, default=0, metavar="K",
                    help="only the over-the-credits case: K calls more than the grant at once")
+    p.add_argument("--fresh", type=int, default=0, metavar="N",
+                   help="only N new connections, each sending a NULL call as soon as it is up")
     p.add_argument("--limits", action="store_true",
                    help="only the over-the-limits cases (server with MRs of one page)")
     p.add_argument("--grant", type=int, default=0,

@@ -800,6 +800,17 @@ static int register_memory(struct ibv_context *ctx)
 	return 0;
 }
 
+/*
+ * soft-iWARP (7.3) accepts by sending its MPA reply and only then hands the
+ * socket's receive callback to the QP (siw_accept: siw_send_mpareqrep, then
+ * siw_qp_socket_assoc). A message that reaches the server in between is
+ * ignored by the CM's callback (siw_cm_llp_data_ready, state RDMA_MODE) and
+ * waits in the socket until the next one arrives: any server, ours or the
+ * C svcrdma, then seems not to answer. The client waits this long after
+ * ESTABLISHED before its first send on iWARP.
+ */
+#define IWARP_SETTLE_US 200000
+
 /* Connects @c; 0 when established, -1 otherwise (set-up failure). */
 static int conn_open(struct conn *c)
 {
@@ -842,6 +853,9 @@ static int conn_open(struct conn *c)
 	if (c->down || rdma_connect(c->id, &cp) ||
 	    expect_event(c->id, RDMA_CM_EVENT_ESTABLISHED, "connect"))
 		goto err;
+	/* soft-iWARP's passive side lets the first message sit (see IWARP_SETTLE_US). */
+	if (verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		usleep(IWARP_SETTLE_US);
 	c->up = 1;
 	c->credits = 1;
 	c->outstanding = 0;

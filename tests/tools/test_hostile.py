@@ -346,5 +346,59 @@ class Overrun(unittest.TestCase):
         self.assertGreater(self.run_against("drop").get("hangs", 0), 0)
 
 
+class DirectedMessages(unittest.TestCase):
+    """The directed cases send the headers they mean to: each Read segment
+    whose offset a case overrides is a complete, decodable header with that
+    offset (the override once landed 4 bytes late, so read_too_short and
+    read_offset_huge sent a bad list discriminator or a cut header instead
+    of an RDMA Read past the client's memory)."""
+
+    def messages(self):
+        class Data:
+            buf, rkey = 0x7F9100000000, 0x1234
+
+            def write(self, *a):
+                pass
+
+        class FakeClient:
+            def __init__(self):
+                self.data, self.credits, self.up, self.server_recv = Data(), 32, True, 1024
+                self.free_slots = list(range(H.CALL_SLOTS))
+
+            def slot_addr(self, s):
+                return self.data.buf + s * H.SLOT_DATA
+
+        suite = H.Suite.__new__(H.Suite)
+        suite.a = types.SimpleNamespace(seed=1, verbose=False, file="hostile.dat", timeout=30.0, grant=0)
+        suite.s = H.Stats(False)
+        suite.c = FakeClient()
+        suite.xid = 0x48000000
+        got = {}
+
+        def case(name, msg, allowed, xid, slot=None, check=None, any_xid=False):
+            got[name] = msg
+            if slot is not None:
+                suite.c.free_slots.append(slot)
+
+        suite.case = case
+        suite.directed()
+        return got, suite.c.data
+
+    def test_overridden_read_offsets_land_in_the_segment(self):
+        got, data = self.messages()
+        want = {"read_too_short": (data.buf + H.SLOT_DATA * H.CALL_SLOTS - 8, 40),
+                "read_offset_huge": (1 << 62, None)}
+        for name, (off, ln) in want.items():
+            d = H.Dec(got[name])
+            d.off = 16
+            reads, writes, reply = H.parse_chunks(d)
+            self.assertEqual(d.off, len(got[name]), f"{name}: bytes after the header")
+            self.assertEqual((len(reads), writes, reply), (1, [], None), name)
+            pos, handle, length, offset = reads[0]
+            self.assertEqual(offset, off, name)
+            if ln is not None:
+                self.assertEqual(length, ln, name)
+
+
 if __name__ == "__main__":
     unittest.main()

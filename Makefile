@@ -22,6 +22,9 @@
 #                   dkms add (then: dkms build/install svcrdma_rs/<VERSION>)
 #   make bootstrap-test  scripts/bootstrap in a fresh Debian 12 root without
 #                   rustup (debootstrap + chroot; not in make check)
+#   make stall      two VMs: client A stops acknowledging mid-transfer while
+#                   client B's answers are timed (each under 2 s; issue 22;
+#                   tests/vm/stall-server.sh; also part of make hostile)
 #   make mutants    builds the module with each planted fault
 #                   (SVCRDMA_RS_MUTANT=<name>, build/mutant-<name>/) and runs
 #                   the narrowed suite that must catch it, one VM each; passes
@@ -63,7 +66,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile mutants check demo clean \
+.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile stall mutants check demo clean \
 	install uninstall dkms-add
 
 all: module
@@ -139,7 +142,10 @@ vm-test-data:
 # siw:auto, rxe:dma_mr and siw:dma_mr get a quarter of each
 # (HOSTILE_CONFIGS, HOSTILE_RANDOM_OTHER, HOSTILE_VOLUME_OTHER).
 hostile:
-	$(ROOT)/tests/vm/run hostile faults connect-fuzz
+	$(ROOT)/tests/vm/run hostile faults connect-fuzz stall
+
+stall:
+	$(ROOT)/tests/vm/run stall
 
 # Each planted fault must make its suite fail (tests/vm/run mutants).
 mutants:

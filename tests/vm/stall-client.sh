@@ -1,0 +1,53 @@
+#!/bin/bash
+# Two-VM stalled-client test, client side (see stall-server.sh): client A
+# mounts over NFS/RDMA, starts writers and, STALL_DOWN_AFTER seconds later,
+# takes its link down: nothing it had in flight is acknowledged any more,
+# as when its host dies. The link stays down until the server has measured
+# (STALL_DOWN_SECS); the writers are then killed and the mount dropped.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+. "$(dirname "$0")/dropin.sh"
+MNT=/mnt/a
+SERVER=192.168.77.1
+STALL_DOWN_AFTER=${STALL_DOWN_AFTER:-5}
+STALL_DOWN_SECS=${STALL_DOWN_SECS:-65}
+NIC=
+
+t_link_up() {
+	local d
+	dropin_link 2
+	for d in /sys/class/net/*; do
+		rd "$d/address"
+		[ "$REPLY" = "${DROPIN_MAC_PREFIX}2" ] && NIC=${d##*/}
+	done
+	echo "$NIC" >/tmp/stall_nic
+}
+
+t_write_then_stall() {
+	local i pids=() nic
+	nic=$(cat /tmp/stall_nic)
+	modprobe rpcrdma
+	mkdir -p /run/rpcbind $MNT
+	pgrep -x rpcbind >/dev/null || rpcbind -w
+	wait_for ${DROPIN_WAIT:-1200} rpcinfo -T tcp $SERVER nfs 3 || fail "the server's nfsd never answered"
+	timeout 180 mount -t nfs -o vers=3,proto=rdma,port=20049,wsize=1048576 $SERVER:$NFS_EXPORT $MNT ||
+		fail "mount -o rdma failed"
+	wait_for 600 test -e $MNT/server-ready || fail "the server never got ready"
+	for i in 1 2 3 4 5 6 7 8; do
+		dd if=/dev/zero of=$MNT/w$i bs=1M count=96 oflag=direct status=none 2>/dev/null &
+		pids+=($!)
+	done
+	: >$MNT/stall-start || fail "cannot create stall-start on the server"
+	sleep "$STALL_DOWN_AFTER"
+	echo "link $nic down at $(date +%T)"
+	ip link set dev "$nic" down
+	sleep "$STALL_DOWN_SECS"
+	kill -9 "${pids[@]}" 2>/dev/null || true
+	timeout 30 umount -f -l $MNT || true
+}
+
+t_plan 2
+t_run link_up t_link_up
+t_run write_then_stall t_write_then_stall
+t_summary

@@ -103,6 +103,23 @@ impl SvcXprt {
         unsafe { bindings::svc_xprt_enqueue(self.as_ptr()) };
     }
 
+    /// How many threads the transport's service runs (0 before it is
+    /// registered with one).
+    pub(crate) fn server_threads(&self) -> u32 {
+        // SAFETY: `self` is a valid, initialized `svc_xprt`; `xpt_server`,
+        // set at init, is its service, which outlives its transports. The
+        // count changes under the service's lock; a racy read is enough for
+        // a bound (`READ_ONCE`, here a volatile read).
+        unsafe {
+            let serv = (*self.as_ptr()).xpt_server;
+            if serv.is_null() {
+                0
+            } else {
+                core::ptr::read_volatile(core::ptr::addr_of!((*serv).sv_nrthreads))
+            }
+        }
+    }
+
     /// Releases `XPT_BUSY` after a receive, letting other threads in.
     pub(crate) fn received(&self) {
         // SAFETY: `self` is a valid, initialized `svc_xprt` whose `XPT_BUSY`

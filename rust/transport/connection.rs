@@ -15,7 +15,10 @@ use kernel::{
     new_mutex, new_spinlock,
     prelude::*,
     sync::{
-        atomic::{ordering::Relaxed, Atomic},
+        atomic::{
+            ordering::{Full, Relaxed},
+            Atomic,
+        },
         Arc, Mutex, SetOnce, SpinLock,
     },
 };
@@ -91,12 +94,30 @@ pub(crate) struct Connection {
     ready: SpinLock<Ready>,
     /// Teardown has begun: completions and events must not touch sunrpc.
     dying: Atomic<bool>,
+    /// nfsd threads in `xpo_recvfrom` on this connection (see
+    /// [`Connection::enter_recv`]).
+    in_recv: Atomic<u32>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
     sysfs: SetOnce<Dir<ConnView>>,
     /// What sysfs and logs say about the connection.
     pub(crate) info: ConnAttrs,
     pub(crate) id: u64,
     registry: Arc<Registry>,
+}
+
+/// An nfsd thread receiving on a connection ([`Connection::enter_recv`]).
+pub(crate) struct InRecv<'a>(&'a Connection);
+
+impl Drop for InRecv<'_> {
+    fn drop(&mut self) {
+        let c = self.0;
+        c.in_recv.fetch_sub(1, Full);
+        // The connection may have refused threads at the bound (or at an
+        // older one: the thread count can change): with this one gone,
+        // sunrpc looks again. It holds the transport while we are in
+        // `xpo_recvfrom`, and does nothing unless `XPT_DATA` is set.
+        c.xprt.enqueue();
+    }
 }
 
 /// The receive side's hand-over to nfsd.
@@ -142,6 +163,7 @@ impl Connection {
                 established: false,
             }),
             dying: Atomic::new(false),
+            in_recv: Atomic::new(0),
             sysfs: SetOnce::new(),
             info,
             id,
@@ -283,9 +305,36 @@ impl Connection {
 
     /// Whether the connection can take more work without parking the
     /// thread (`xpo_has_wspace`): not while threads wait in line for its
-    /// send-queue slots or MRs.
+    /// send-queue slots or MRs, nor while [`Connection::recv_cap`] threads
+    /// are already receiving on it.
     pub(crate) fn has_wspace(&self) -> bool {
-        !self.sq.waiting() && !self.mr_free.waiting()
+        !self.sq.waiting()
+            && !self.mr_free.waiting()
+            && self.in_recv.load(Relaxed) < self.recv_cap()
+    }
+
+    /// How many nfsd threads may be in `xpo_recvfrom` on this connection at
+    /// once: all but a quarter of the service's (at least one left over).
+    ///
+    /// A thread receiving a Call with Read chunks sleeps until its RDMA
+    /// Reads complete; from a peer that stopped answering, that is only
+    /// when the QP gives up (~17 s on RoCE with our ACK timeout). Without a
+    /// bound, sunrpc keeps handing this connection its threads (it releases
+    /// `XPT_BUSY` early in each receive) until every thread sleeps there and
+    /// every other client waits too. The bound is exact: sunrpc dispatches
+    /// one thread at a time to a transport, and each counts itself
+    /// ([`Connection::enter_recv`]) before it lets the next one in.
+    fn recv_cap(&self) -> u32 {
+        let threads = self.xprt.server_threads();
+        let spare = (threads / 4).max(1);
+        threads.saturating_sub(spare).max(1)
+    }
+
+    /// Counts the calling nfsd thread as receiving on this connection until
+    /// the returned guard is dropped (at the end of `xpo_recvfrom`).
+    pub(crate) fn enter_recv(&self) -> InRecv<'_> {
+        self.in_recv.fetch_add(1, Full);
+        InRecv(self)
     }
 
     /// Whether sunrpc is closing the connection.

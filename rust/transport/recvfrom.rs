@@ -46,6 +46,8 @@ pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_i
     let mut rq = unsafe { Rqst::from_raw(rqstp) };
     rq.reset_reply_pages();
     rq.set_ctxt(core::ptr::null_mut());
+    // Counted before other threads are let in (`Connection::recv_cap`).
+    let _in_recv = conn.enter_recv();
     let next = conn.next_received();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();

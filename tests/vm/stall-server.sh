@@ -32,15 +32,15 @@ t_serve() {
 	modprobe -a sunrpc ib_core rdma_cm
 	insmod "$KO" || fail "insmod $KO failed"
 	nfsd_prepare
+	# Before nfsd answers: the client checks it sees it, and B probes it.
+	: >"$NFS_EXPORT/probe"
+	: >"$NFS_EXPORT/server-ready"
 	nfsd_listen rdma 20049 || fail "no rdma listener"
 	nfsd_listen tcp 2049 || fail "no tcp listener"
 	nfsd_start "$STALL_THREADS"
-	: >"$NFS_EXPORT/probe"
 	mkdir -p $MNT_B
-	timeout 120 mount -t nfs -o vers=3,proto=tcp,noac,actimeo=0 127.0.0.1:$NFS_EXPORT $MNT_B ||
+	timeout 120 mount -t nfs -o vers=3,proto=tcp,noac 127.0.0.1:$NFS_EXPORT $MNT_B ||
 		fail "client B's mount over TCP failed"
-	# Tells the client VM to start.
-	: >"$NFS_EXPORT/server-ready"
 }
 
 # A's connections in sysfs (ids), in REPLY.

@@ -39,8 +39,7 @@ t_serve() {
 	nfsd_listen tcp 2049 || fail "no tcp listener"
 	nfsd_start "$STALL_THREADS"
 	mkdir -p $MNT_B
-	timeout 120 mount -t nfs -o vers=3,proto=tcp,noac 127.0.0.1:$NFS_EXPORT $MNT_B ||
-		fail "client B's mount over TCP failed"
+	nfs_mount "vers=3,proto=tcp,port=2049,noac,nolock" $MNT_B || fail "client B's mount over TCP failed"
 }
 
 # A's connections in sysfs (ids), in REPLY.

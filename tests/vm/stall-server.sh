@@ -33,7 +33,7 @@ t_serve() {
 	insmod "$KO" || fail "insmod $KO failed"
 	nfsd_prepare
 	# Before nfsd answers: the client checks it sees it, and B probes it.
-	: >"$NFS_EXPORT/probe"
+	echo probe >"$NFS_EXPORT/probe"
 	: >"$NFS_EXPORT/server-ready"
 	nfsd_listen rdma 20049 || fail "no rdma listener"
 	nfsd_listen tcp 2049 || fail "no tcp listener"
@@ -62,11 +62,14 @@ t_b_answered_while_a_stalls() {
 	[ -n "$first" ] || fail "no connection from client A in sysfs"
 	echo "client A's connection: $first"
 	start=$SECONDS end=$((SECONDS + STALL_SECS))
+	# Shell builtins only: a process start costs seconds in a one-CPU guest
+	# under TCG, more than the bound. Opening the file on a noac mount asks
+	# the server for its attributes each time.
 	while ((SECONDS < end)); do
-		t0=$(date +%s%N)
-		timeout 60 stat -c %s $MNT_B/probe >/dev/null || echo "probe $n failed"
-		t1=$(date +%s%N)
-		dt=$(((t1 - t0) / 1000000))
+		t0=${EPOCHREALTIME/./}
+		read -r _ <$MNT_B/probe || echo "probe $n failed"
+		t1=${EPOCHREALTIME/./}
+		dt=$(((t1 - t0) / 1000))
 		((dt > max)) && max=$dt
 		((dt >= STALL_MAX_MS)) && { slow=$((slow + 1)); echo "probe $n at +$((SECONDS - start)) s: ${dt} ms"; }
 		n=$((n + 1))
@@ -74,11 +77,12 @@ t_b_answered_while_a_stalls() {
 			a_conns
 			[[ " $REPLY " == *" $first "* ]] || closed=$((SECONDS - start))
 		fi
-		nap 0.${STALL_PROBE_MS:-250}
+		nap 0.25
 	done
-	echo "stall: client B: $n probes over ${STALL_SECS} s, longest ${max} ms, $slow of ${STALL_MAX_MS} ms or more; A's connection closed ${closed:+after ${closed} s}${closed:-not within the window}" >&"$STALL_OUT"
+	if [ -n "$closed" ]; then closed="after $closed s"; else closed="not within the window"; fi
+	echo "stall: client B: $n probes over ${STALL_SECS} s, longest ${max} ms, $slow of ${STALL_MAX_MS} ms or more; A's connection closed $closed" >&"$STALL_OUT"
 	((slow == 0)) || fail "client B waited ${max} ms for one answer while client A stalled ($slow probes of ${STALL_MAX_MS} ms or more)"
-	[ -n "$closed" ] || wait_for 120 sh -c "! grep -qs '^192.168.77.2:' $S/connections/$first/peer" ||
+	[ "$closed" != "not within the window" ] || wait_for 120 sh -c "! grep -qs '^192.168.77.2:' $S/connections/$first/peer" ||
 		fail "client A's connection $first is still open 120 s after the window"
 }
 

@@ -32,14 +32,14 @@ t_serve() {
 	modprobe -a sunrpc ib_core rdma_cm
 	insmod "$KO" || fail "insmod $KO failed"
 	nfsd_prepare
-	# Before nfsd answers: the client checks it sees it, and B probes it.
 	echo probe >"$NFS_EXPORT/probe"
-	: >"$NFS_EXPORT/server-ready"
 	nfsd_listen rdma 20049 || fail "no rdma listener"
 	nfsd_listen tcp 2049 || fail "no tcp listener"
 	nfsd_start "$STALL_THREADS"
 	mkdir -p $MNT_B
 	nfs_mount "vers=3,proto=tcp,port=2049,noac,nolock" $MNT_B || fail "client B's mount over TCP failed"
+	# Client A waits for this before it writes (and then stalls).
+	: >"$NFS_EXPORT/server-ready"
 }
 
 # A's connections in sysfs (ids), in REPLY.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Two-VM stalled-client test, client side (see stall-server.sh): client A
-# mounts over NFS/RDMA, starts writers and, STALL_DOWN_AFTER seconds later,
+# mounts over NFS/RDMA, starts STALL_WRITERS (32) direct 1 MiB writers and,
+# STALL_DOWN_AFTER seconds later,
 # takes its link down: nothing it had in flight is acknowledged any more,
 # as when its host dies. The link stays down until the server has measured
 # (STALL_DOWN_SECS); the writers are then killed and the mount dropped.
@@ -35,8 +36,10 @@ t_write_then_stall() {
 		$SERVER:$NFS_EXPORT $MNT || fail "mount -o rdma failed"
 	# The server measures from when this host starts writing.
 	wait_for 600 test -e $MNT/server-ready || fail "the server never got ready (no server-ready in the export)"
-	for i in 1 2 3 4 5 6 7 8; do
-		dd if=/dev/zero of=$MNT/w$i bs=1M count=96 oflag=direct status=none 2>/dev/null &
+	# More writes in flight than the server has threads (8), as from a
+	# busy client: 8 writers left threads free for B even without a bound.
+	for ((i = 1; i <= ${STALL_WRITERS:-32}; i++)); do
+		dd if=/dev/zero of=$MNT/w$i bs=1M count=24 oflag=direct status=none 2>/dev/null &
 		pids+=($!)
 	done
 	: >$MNT/stall-start || fail "cannot create stall-start on the server"

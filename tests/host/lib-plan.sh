@@ -45,4 +45,20 @@ expect pass "has: match at the start of 1M lines" -- pf 'seq 1 1000000 | has -x 
 expect fail "grep -q: the same pipeline fails (why has exists)" -- pf 'seq 1 1000000 | grep -q -x 1'
 expect fail "has: no match" -- pf 'seq 1 1000 | has -x 0'
 expect pass "first: 8 lines of 1M" -- pf '[ "$(seq 1 1000000 | first 8 | wc -l)" = 8 ]'
+# tests/vm/run's summary_seen: a suite log without its summary line (the
+# suite stopped early: guest crash, timeout), or whose summary disagrees
+# with the PASS/FAIL lines printed, fails the run even with no FAIL line.
+ss() { # ss LOGTEXT: the number of failures summary_seen adds
+	bash -c '. "$1"; log=$(mktemp); printf "%s" "$2" >"$log"; summary_seen demo "$log"; rm -f "$log"; echo "$failed"' \
+		_ "$(dirname "$lib")/run" "$1"
+}
+want_ss() { # want_ss WANT WHAT LOGTEXT
+	local got
+	got=$(ss "$3" | tail -n 1)
+	if [ "$got" = "$1" ]; then echo "ok: $2"; else echo "WRONG: $2 (summary_seen failures: $got, want $1)"; bad=1; fi
+}
+want_ss 0 "summary_seen: a complete suite" $'PASS a\nPASS b\n2 passed, 0 failed\n'
+want_ss 1 "summary_seen: a suite cut off before its summary" $'PASS a\nPASS b\n'
+want_ss 1 "summary_seen: a summary that disagrees with the lines" $'PASS a\n2 passed, 0 failed\n'
+want_ss 1 "summary_seen: a test that printed no result" $'PASS a\nFAIL b: x\n3 passed, 1 failed\n'
 exit $bad

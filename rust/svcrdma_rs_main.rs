@@ -47,7 +47,7 @@ module! {
 struct SvcRdmaRs {
     #[cfg(svcrdma_rs_backchannel)]
     _bc_class: sunrpc::ClientRegistration,
-    _class: sunrpc::Registration,
+    _class: sunrpc::Registration<transport::Rdma>,
     _registry: transport::Registry,
 }
 

@@ -13,12 +13,6 @@ use super::{RpcXprt, SvcXprt};
 use crate::bindings;
 
 impl SvcXprt {
-    /// The class the transport was initialized with.
-    pub(crate) fn class(&self) -> *const bindings::svc_xprt_class {
-        // SAFETY: `xpt_class` is set by `svc_xprt_init()` and never changes.
-        unsafe { (*self.as_ptr()).xpt_class }
-    }
-
     /// Whether sunrpc has deleted the transport (`XPT_DEAD`): it is closed
     /// and sends nothing any more.
     pub(crate) fn is_dead(&self) -> bool {

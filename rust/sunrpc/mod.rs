@@ -14,6 +14,7 @@ mod client_xprt;
 mod rqst;
 mod xprt;
 mod xprt_class;
+mod xprt_ops;
 
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use client_class::{ClientClass, ClientRegistration};
@@ -22,3 +23,4 @@ pub(crate) use client_xprt::{ReplyMiss, RpcRqst, RpcXprt};
 pub(crate) use rqst::{Piece, Rqst, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};
+pub(crate) use xprt_ops::{Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};

@@ -14,14 +14,17 @@ use crate::bindings;
 /// The page size the argument and reply buffers are made of.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
-/// A request slot borrowed for one `xpo_*` call.
+/// A request slot borrowed for one `xpo_*` call, whose transport context
+/// (`rq_xprt_ctxt`) is a `C` when it has one.
 ///
 /// # Invariants
 ///
 /// `ptr` is a live `svc_rqst` owned by the calling nfsd thread for `'a`.
-pub(crate) struct Rqst<'a> {
+/// Its `rq_xprt_ctxt` is null or comes from `KBox::<C>::into_raw`, owned by
+/// the request (sunrpc gives it back through `xpo_release_ctxt`).
+pub(crate) struct Rqst<'a, C> {
     ptr: *mut bindings::svc_rqst,
-    _p: PhantomData<&'a mut bindings::svc_rqst>,
+    _p: PhantomData<(&'a mut bindings::svc_rqst, KBox<C>)>,
 }
 
 /// A contiguous piece of a Reply: virtual memory (head or tail) or part of
@@ -64,13 +67,14 @@ impl Piece {
     }
 }
 
-impl<'a> Rqst<'a> {
+impl<'a, C> Rqst<'a, C> {
     /// Borrows the request sunrpc passed to an op.
     ///
     /// # Safety
     ///
-    /// `ptr` must be a live request owned by the calling thread for `'a`.
-    pub(crate) unsafe fn from_raw(ptr: *mut bindings::svc_rqst) -> Self {
+    /// `ptr` must be a live request owned by the calling thread for `'a`,
+    /// whose `rq_xprt_ctxt` is null or a leaked `KBox<C>` it owns.
+    pub(super) unsafe fn from_raw(ptr: *mut bindings::svc_rqst) -> Self {
         // INVARIANT: the caller's promise.
         Self {
             ptr,
@@ -88,14 +92,33 @@ impl<'a> Rqst<'a> {
         unsafe { &mut *self.ptr }
     }
 
-    /// The transport's context for this request (null if none).
-    pub(crate) fn ctxt(&self) -> *mut c_void {
-        self.r().rq_xprt_ctxt
+    /// The transport's context for this request, if it has one.
+    pub(crate) fn ctxt_mut(&mut self) -> Option<&mut C> {
+        let p = self.r().rq_xprt_ctxt.cast::<C>();
+        // SAFETY: null or a live `KBox<C>` the request owns (invariant),
+        // borrowed through `self`.
+        unsafe { p.as_mut() }
     }
 
-    /// Sets the transport's context for this request.
-    pub(crate) fn set_ctxt(&mut self, ctxt: *mut c_void) {
-        self.r_mut().rq_xprt_ctxt = ctxt;
+    /// Takes the transport's context out of the request.
+    pub(crate) fn take_ctxt(&mut self) -> Option<KBox<C>> {
+        let r = self.r_mut();
+        let p = core::mem::take(&mut r.rq_xprt_ctxt).cast::<C>();
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a leaked `KBox<C>` the request owned (invariant); the
+        // request no longer refers to it.
+        Some(unsafe { KBox::from_raw(p) })
+    }
+
+    /// Gives the request `ctxt` as its transport context, which sunrpc
+    /// hands back through `xpo_release_ctxt`. Returns the one it had.
+    pub(crate) fn set_ctxt(&mut self, ctxt: KBox<C>) -> Option<KBox<C>> {
+        let old = self.take_ctxt();
+        // INVARIANT: a leaked `KBox<C>`, owned by the request from here on.
+        self.r_mut().rq_xprt_ctxt = KBox::into_raw(ctxt).cast();
+        old
     }
 
     /// Gives no reply pages back on an early return (as sunrpc expects
@@ -131,7 +154,7 @@ impl<'a> Rqst<'a> {
 
     /// The pages of `len` bytes at `offset` of the argument buffer, as
     /// `(page, offset in page, bytes)`.
-    pub(crate) fn arg_range(&self, offset: usize, len: usize) -> Result<ArgRange<'_, 'a>> {
+    pub(crate) fn arg_range(&self, offset: usize, len: usize) -> Result<ArgRange<'_, 'a, C>> {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.arg_capacity() {
             return Err(EMSGSIZE);
@@ -313,14 +336,24 @@ impl<'a> Rqst<'a> {
 }
 
 /// Iterator of [`Rqst::arg_range`].
-#[derive(Clone)]
-pub(crate) struct ArgRange<'r, 'a> {
-    rq: &'r Rqst<'a>,
+pub(crate) struct ArgRange<'r, 'a, C> {
+    rq: &'r Rqst<'a, C>,
     at: usize,
     end: usize,
 }
 
-impl Iterator for ArgRange<'_, '_> {
+// Not derived: that would ask `C: Clone`.
+impl<C> Clone for ArgRange<'_, '_, C> {
+    fn clone(&self) -> Self {
+        Self {
+            rq: self.rq,
+            at: self.at,
+            end: self.end,
+        }
+    }
+}
+
+impl<C> Iterator for ArgRange<'_, '_, C> {
     type Item = (*mut bindings::page, usize, usize);
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -59,22 +59,10 @@ impl SvcXprt {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    /// Initializes the generic transport (`svc_xprt_init()`): sets the class,
-    /// the service, a reference on `net` and the first reference count.
-    ///
-    /// # Safety
-    ///
-    /// Must be called once, before the object is shared, with `net` and
-    /// `serv` as given by sunrpc and `class` registered. From then on the
-    /// object must be released only through sunrpc (`svc_xprt_put()`).
-    pub(crate) unsafe fn init(
-        &self,
-        net: *mut bindings::net,
-        class: *mut bindings::svc_xprt_class,
-        serv: *mut bindings::svc_serv,
-    ) {
-        // SAFETY: per the function's safety requirements.
-        unsafe { bindings::svc_xprt_init(net, class, self.as_ptr(), serv) };
+    /// The class the transport was initialized with.
+    pub(crate) fn class(&self) -> *const bindings::svc_xprt_class {
+        // SAFETY: `xpt_class` is set by `svc_xprt_init()` and never changes.
+        unsafe { (*self.as_ptr()).xpt_class }
     }
 
     /// Sets a state bit (atomic).
@@ -170,23 +158,5 @@ impl SvcXprt {
     pub(crate) unsafe fn set_local(&self, sa: *const bindings::sockaddr) {
         // SAFETY: per the function's safety requirements.
         unsafe { bindings::svcrdma_rs_xprt_set_local(self.as_ptr(), sa) };
-    }
-
-    /// Drops the first reference of a transport whose `xpo_create` or
-    /// `xpo_accept` is failing, so that `xpo_free` releases it.
-    ///
-    /// sunrpc puts the module reference it took for the failing call, and
-    /// `svc_xprt_free()` puts one more: take that one here so both balance.
-    ///
-    /// # Safety
-    ///
-    /// The transport must have been initialized by [`SvcXprt::init`], never
-    /// handed to sunrpc, and hold only its first reference. It is freed.
-    pub(crate) unsafe fn put_failed(&self) {
-        // SAFETY: `xpt_class` was set by `svc_xprt_init()` to our registered
-        // class, whose owner is this module, which is live: we are running.
-        unsafe { bindings::__module_get((*(*self.as_ptr()).xpt_class).xcl_owner) };
-        // SAFETY: this is the only reference (caller's promise).
-        unsafe { bindings::svc_xprt_put(self.as_ptr()) };
     }
 }

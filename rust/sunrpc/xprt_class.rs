@@ -2,6 +2,8 @@
 
 //! A server transport class (`struct svc_xprt_class`) and its registration.
 
+use core::marker::PhantomData;
+
 use kernel::{
     error::to_result,
     prelude::*,
@@ -9,38 +11,47 @@ use kernel::{
     types::Opaque,
 };
 
+use super::{Adapter, XprtOps};
 use crate::bindings;
 
-/// Storage for one `svc_xprt_class`, meant to be a `static`.
+/// Storage for one `svc_xprt_class` whose transports are `O`'s, meant to
+/// be a `static`.
 ///
 /// sunrpc links a registered class into its global list and reads it from
 /// any context, so it must never move: only `&'static` instances can be
 /// registered.
-pub(crate) struct XprtClass {
+pub(crate) struct XprtClass<O: XprtOps> {
     class: Opaque<bindings::svc_xprt_class>,
     registered: Atomic<bool>,
+    _ops: PhantomData<O>,
 }
 
 // SAFETY: the class is written only by `register`, before sunrpc can see it
 // and while `registered` guarantees no other `register` runs; afterwards only
 // sunrpc touches it, under its own `svc_xprt_class_lock`.
-unsafe impl Sync for XprtClass {}
+unsafe impl<O: XprtOps> Sync for XprtClass<O> {}
 
-impl XprtClass {
+impl<O: XprtOps> XprtClass<O> {
     /// An unregistered class.
     pub(crate) const fn new() -> Self {
         Self {
             class: Opaque::uninit(),
             registered: Atomic::new(false),
+            _ops: PhantomData,
         }
     }
 
     /// The C object, for `svc_xprt_init()`.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::svc_xprt_class {
+    pub(super) fn as_ptr(&self) -> *mut bindings::svc_xprt_class {
         self.class.get()
     }
 
-    /// Registers the class with sunrpc under `name`.
+    /// Whether the class is registered with sunrpc.
+    pub(super) fn is_registered(&self) -> bool {
+        self.registered.load(Relaxed)
+    }
+
+    /// Registers the class with sunrpc under `name`, with `O`'s operations.
     ///
     /// Fails with `EEXIST` if sunrpc already has a class of that name, and
     /// with `EBUSY` if this class is already registered. The class stays
@@ -49,17 +60,16 @@ impl XprtClass {
         &'static self,
         name: &'static CStr,
         owner: &'static ThisModule,
-        ops: &'static bindings::svc_xprt_ops,
         max_payload: u32,
         ident: i32,
-    ) -> Result<Registration> {
+    ) -> Result<Registration<O>> {
         if self.registered.cmpxchg(false, true, Relaxed).is_err() {
             return Err(EBUSY);
         }
         let class = bindings::svc_xprt_class {
             xcl_name: name.as_char_ptr(),
             xcl_owner: owner.as_ptr().cast(),
-            xcl_ops: ops,
+            xcl_ops: Adapter::<O>::build(),
             xcl_max_payload: max_payload,
             xcl_ident: ident,
             ..Default::default()
@@ -79,11 +89,11 @@ impl XprtClass {
 }
 
 /// A registered transport class; dropping it unregisters the class.
-pub(crate) struct Registration {
-    class: &'static XprtClass,
+pub(crate) struct Registration<O: XprtOps> {
+    class: &'static XprtClass<O>,
 }
 
-impl Drop for Registration {
+impl<O: XprtOps> Drop for Registration<O> {
     fn drop(&mut self) {
         // SAFETY: the class was registered by `XprtClass::register` and is
         // unregistered only here, once.

@@ -22,7 +22,6 @@ use super::{
     registry::{ConnAttrs, DevName},
 };
 use crate::{
-    bindings,
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
     params,
     proto::{
@@ -36,7 +35,7 @@ use crate::{
         qp::{Qp, QpCaps},
         Cq, Pd,
     },
-    sunrpc::Flag,
+    sunrpc::{Flag, NewXprt},
 };
 
 pub(crate) use pending::Pending;
@@ -289,8 +288,8 @@ const ACK_TIMEOUT: u8 = 19;
 const MAX_SEND_SGE: u32 = 8;
 
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
-/// Returns the new transport, or null when there is none (or it failed).
-pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
+/// Returns the new transport, or none when there is none (or it failed).
+pub(super) fn accept(listener: &Listener) -> Option<NewXprt<Connection>> {
     while let Some(p) = listener.dequeue() {
         if p.is_gone() {
             // Destroying the id (not in its handler: we are an nfsd thread).
@@ -299,7 +298,7 @@ pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
         }
         let (peer, device) = (p.attrs().peer, p.attrs().device);
         return match establish(listener, p) {
-            Ok(x) => x,
+            Ok(x) => Some(x),
             Err(e) => {
                 pr_warn_ratelimited!(
                     "connection from {} on {} failed: error {}\n",
@@ -307,15 +306,15 @@ pub(super) fn accept(listener: &Listener) -> *mut bindings::svc_xprt {
                     device,
                     e.to_errno()
                 );
-                core::ptr::null_mut()
+                None
             }
         };
     }
-    core::ptr::null_mut()
+    None
 }
 
 /// Builds the connection for `p` and accepts it.
-fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc_xprt> {
+fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection>> {
     let dev = p.cm_id().device().ok_or(ENODEV)?;
     let attrs = dev.attrs();
     let depths = Depths::for_device(attrs.max_qp_wr, attrs.max_cqe).ok_or(EINVAL)?;
@@ -351,13 +350,10 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         Connection::new(registry, info, depths.recv_buffers as usize),
         GFP_KERNEL,
     )?;
-    // SAFETY: the connection is never moved out of its box.
-    let c = KBox::into_raw(unsafe { Pin::into_inner_unchecked(conn) });
-    // SAFETY: `c` is live and ours until sunrpc takes it.
-    let conn = unsafe { &*c };
-    let lx = listener.xprt();
-    // SAFETY: first and only init, before anything else sees the object; the listener's namespace and service are live, and our class registered. From here on the object is freed through sunrpc's reference count.
-    unsafe { conn.xprt().init(lx.net(), CLASS.as_ptr(), lx.serv()) };
+    // From here on the connection is freed through sunrpc's reference
+    // count, on failure too (dropping `conn`).
+    let conn = CLASS.new_conn(conn, listener)?;
+    let c = core::ptr::from_ref::<Connection>(&conn).cast_mut();
     // SAFETY: the id's addresses are valid `sockaddr_storage`s of a bound
     // id; sunrpc has not seen the transport yet.
     unsafe {
@@ -416,11 +412,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             drop((frmrs, send_cq, recv_cq, pd));
             // Contexts unmap on the device the id holds: before the id.
             conn.clear_pools();
-            // The pending request (and its id) goes before the connection.
+            // The pending request (and its id) goes before the connection,
+            // to which nothing refers any more.
             drop(p);
-            // SAFETY: initialized, never handed to sunrpc, one reference;
-            // nothing refers to `conn` any more.
-            unsafe { conn.xprt().put_failed() };
             return Err(e);
         }
     };
@@ -446,9 +440,6 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
             drop((frmrs, send_cq, recv_cq, pd));
             conn.clear_pools();
             drop(p);
-            // SAFETY: initialized, never handed to sunrpc, one reference;
-            // nothing refers to `conn` any more.
-            unsafe { conn.xprt().put_failed() };
             return Err(e);
         }
     };
@@ -467,12 +458,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         },
     });
 
-    if let Err(e) = accepted {
-        // SAFETY: initialized, never handed to sunrpc, one reference; the
-        // resources go with the connection, the id last.
-        unsafe { conn.xprt().put_failed() };
-        return Err(e);
-    }
+    // On an error the resources go with the connection (dropping it), the
+    // id last.
+    accepted?;
     if let Err(e) = conn.publish(info) {
         pr_warn!(
             "connection {}: sysfs entry not created: error {}\n",
@@ -488,5 +476,5 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<*mut bindings::svc
         info.transport.name(),
         info.model.log_text()
     );
-    Ok(conn.xprt().as_ptr())
+    Ok(conn)
 }

@@ -52,7 +52,7 @@ use crate::{
             Header,
         },
     },
-    sunrpc::{ClientClass, ClientRegistration, Flag, ReplyMiss, RpcRqst, RpcXprt, SvcXprt},
+    sunrpc::{ClientClass, ClientRegistration, ReplyMiss, RpcRqst, RpcXprt, SvcXprt},
 };
 
 /// The client transport class nfsd's callback client finds by identifier.
@@ -142,12 +142,7 @@ unsafe fn bind(args: &bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> 
     }
     // SAFETY: the caller holds the server transport (function contract).
     let sx = unsafe { SvcXprt::from_raw(args.bc_xprt) };
-    if sx.class() != CLASS.as_ptr().cast_const() || sx.test_flag(Flag::Listener) {
-        return Err(EINVAL);
-    }
-    // SAFETY: our transports without `XPT_LISTENER` are `Connection`s; held
-    // by the caller (function contract).
-    let conn = unsafe { Connection::from_svc_xprt(args.bc_xprt) };
+    let conn = CLASS.conn_of(sx).ok_or(EINVAL)?;
     // SAFETY: the address is valid for the call (function contract).
     let family = unsafe { (*args.dstaddr).sa_family };
     let netid = if u32::from(family) == bindings::AF_INET6 {
@@ -232,8 +227,10 @@ unsafe extern "C" fn send_request(rqst: *mut bindings::rpc_rqst) -> c_int {
     if sx.is_dead() {
         return ENOTCONN.to_errno();
     }
-    // SAFETY: `bind` links only our connections.
-    let conn = unsafe { Connection::from_svc_xprt(server) };
+    // `bind` links only our connections.
+    let Some(conn) = CLASS.conn_of(sx) else {
+        return ENOTCONN.to_errno();
+    };
     match send_call(conn, &mut rq) {
         Ok(()) => 0,
         Err(e) if e == ENOTCONN => {

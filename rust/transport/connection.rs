@@ -484,45 +484,27 @@ impl Connection {
         next
     }
 
-    /// The connection behind a pointer sunrpc passed to one of our ops.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `xprt` of a live `Connection` (one of ours without
-    /// `XPT_LISTENER`), alive for `'a`.
-    pub(crate) unsafe fn from_svc_xprt<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        // SAFETY: `xprt` is the first field of a `#[repr(C)]` struct.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
     /// Frees a connection sunrpc has released (its `xpo_free`), or one whose
     /// accept failed.
     ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `xprt` of a `Connection` leaked from a pinned
-    /// `KBox`, with no reference left.
-    pub(crate) unsafe fn free(ptr: *mut bindings::svc_xprt) {
+    /// sunrpc's references are gone, but completions and late CM events may
+    /// still hold shared references: they are stopped and drained before
+    /// the connection drops.
+    pub(crate) fn free(conn: Pin<KBox<Self>>) {
+        // Completions flushed by the drain and late CM events must leave
+        // sunrpc and the QP alone from here on.
         {
-            // SAFETY: as in `from_svc_xprt`; only completions still refer
-            // to it, through shared references too.
-            let conn = unsafe { &*ptr.cast::<Self>() };
-            // Completions flushed by the drain and late CM events must
-            // leave sunrpc and the QP alone from here on.
-            {
-                let _gate = conn.cm_gate.lock();
-                conn.dying.store(true, Relaxed);
-            }
-            // Replies posted without waiting hold contexts that their last
-            // completion returns to the pool: drain while the pool and the
-            // send-queue accounting exist, before anything is dropped.
-            if let Some(r) = conn.res() {
-                r.qp.drain();
-            }
+            let _gate = conn.cm_gate.lock();
+            conn.dying.store(true, Relaxed);
         }
-        // SAFETY: as in `from_svc_xprt`; after the drain nothing refers to
-        // it any more.
-        drop(unsafe { Pin::new_unchecked(KBox::from_raw(ptr.cast::<Self>())) });
+        // Replies posted without waiting hold contexts that their last
+        // completion returns to the pool: drain while the pool and the
+        // send-queue accounting exist, before anything is dropped.
+        if let Some(r) = conn.res() {
+            r.qp.drain();
+        }
+        // After the drain nothing else refers to it.
+        drop(conn);
     }
 
     /// `xpo_detach`: start disconnecting.

@@ -27,7 +27,11 @@ use crate::{
         layout::Payload,
     },
     rdma::{dma::DmaMaps, wr::Chain, Device},
+    sunrpc::Rqst,
 };
+
+/// An nfsd request on one of our connections: its context is a [`CallCtxt`].
+pub(crate) type Rq<'a> = Rqst<'a, CallCtxt>;
 
 /// Write chunks per Call we handle (more is answered with ERR_CHUNK).
 pub(crate) const MAX_WRITE_CHUNKS: usize = 4;

@@ -40,7 +40,7 @@ use crate::{
         cm::{CmEvent, CmId, CmIdRef},
         sockaddr_to_proto,
     },
-    sunrpc::{Flag, SvcXprt},
+    sunrpc::{CreateArgs, Flag, NewXprt, SvcXprt},
 };
 
 /// Delay before the second try to listen again, in milliseconds; each
@@ -97,12 +97,15 @@ pub(crate) struct Listener {
     registry: Arc<Registry>,
 }
 
-impl Listener {
-    /// sunrpc's part.
-    pub(crate) fn xprt(&self) -> &SvcXprt {
-        &self.xprt
-    }
+// SAFETY: every field but `relisten` is `Send`; `relisten` is used only
+// through the workqueue API (queue, cancel), which may be called from any
+// thread, and its function runs on any.
+unsafe impl Send for Listener {}
+// SAFETY: as for `Send`; shared access to `relisten` is only through the
+// workqueue API, which serializes it.
+unsafe impl Sync for Listener {}
 
+impl Listener {
     /// The module's registry.
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
@@ -136,32 +139,12 @@ impl Listener {
         p
     }
 
-    /// The listener behind a pointer sunrpc passed to one of our ops.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `xprt` of a live `Listener` (`XPT_LISTENER` set on
-    /// one of ours), alive for `'a`.
-    pub(crate) unsafe fn from_svc_xprt<'a>(ptr: *mut bindings::svc_xprt) -> &'a Self {
-        // SAFETY: `xprt` is the first field of a `#[repr(C)]` struct, so the
-        // pointers coincide; liveness is the caller's promise.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Frees a listener sunrpc has released (its `xpo_free`).
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the `xprt` of a `Listener` from [`create`] with no
-    /// reference left.
-    pub(crate) unsafe fn free(ptr: *mut bindings::svc_xprt) {
-        // SAFETY: as in `from_svc_xprt`; sunrpc's last reference is gone,
-        // but the object is still allocated.
-        unsafe { Self::from_svc_xprt(ptr) }.shut();
-        // SAFETY: as in `from_svc_xprt`; the object came from
-        // `KBox::into_raw` of a pinned box and, once `shut` returned,
-        // nothing refers to it.
-        drop(unsafe { Pin::new_unchecked(KBox::from_raw(ptr.cast::<Self>())) });
+    /// Frees a listener sunrpc has released (its `xpo_free`), or one whose
+    /// creation failed.
+    pub(crate) fn free(l: Pin<KBox<Self>>) {
+        l.shut();
+        // Once `shut` returned, nothing refers to it.
+        drop(l);
     }
 
     /// Stops listening for good: after this no CM handler or work item
@@ -334,33 +317,10 @@ unsafe extern "C" fn relisten_work(work: *mut bindings::work_struct) {
     l.relisten();
 }
 
-/// Creates a listener on `sa` for `serv` (sunrpc's `xpo_create`).
-///
-/// # Safety
-///
-/// sunrpc's contract: `serv` and `net` are live, `sa` points to `salen`
-/// readable bytes.
-pub(super) unsafe fn create(
-    serv: *mut bindings::svc_serv,
-    net: *mut bindings::net,
-    sa: *mut bindings::sockaddr,
-    salen: usize,
-) -> Result<*mut bindings::svc_xprt> {
-    let need = if salen >= size_of::<bindings::sa_family_t>() {
-        // SAFETY: at least the family field is readable (`salen` says so).
-        match u32::from(unsafe { (*sa).sa_family }) {
-            bindings::AF_INET => size_of::<bindings::sockaddr_in>(),
-            bindings::AF_INET6 => size_of::<bindings::sockaddr_in6>(),
-            _ => return Err(EAFNOSUPPORT),
-        }
-    } else {
-        return Err(EINVAL);
-    };
-    if salen < need {
-        return Err(EINVAL);
-    }
+/// Creates a listener (sunrpc's `xpo_create`) on `args`' address.
+pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     let registry = registry().ok_or(ENODEV)?;
-
+    let sa = args.addr();
     let l = KBox::pin_init(
         try_pin_init!(Listener {
             xprt: SvcXprt::uninit(),
@@ -382,31 +342,30 @@ pub(super) unsafe fn create(
         }),
         GFP_KERNEL,
     )?;
-    // SAFETY: the listener is never moved out of its box.
-    let x = KBox::into_raw(unsafe { Pin::into_inner_unchecked(l) });
-    // SAFETY: `x` is a live allocation we own until sunrpc takes it.
-    let xr = unsafe { &*x };
-    // SAFETY: first and only init, before anything else sees the object; `net` and `serv` come from sunrpc, and our class is registered (sunrpc only calls `xpo_create` through it). From here on the object is freed through sunrpc's reference count only.
-    unsafe { xr.xprt.init(net, CLASS.as_ptr(), serv) };
-    xr.xprt.set_flag(Flag::Listener);
+    // From here on the listener is freed through sunrpc's reference count,
+    // on failure too (dropping `xr`).
+    let xr = CLASS.new_listener(l, args)?;
     // RDMA's reliable connections provide congestion control (RFC 7530 3.1).
     xr.xprt.set_flag(Flag::CongCtrl);
 
-    // SAFETY: the handler receives `x` as context until the id is destroyed;
-    // the id is stored in `*x` and destroyed before `*x` is freed (`shut`).
-    let id = unsafe { CmId::new(net, listen_handler, x.cast()) };
-    // SAFETY: `sa` holds a full `sockaddr_in`/`sockaddr_in6` (checked above).
+    let ctx = core::ptr::from_ref::<Listener>(&xr)
+        .cast_mut()
+        .cast::<c_void>();
+    // SAFETY: the handler receives the listener as context until the id is
+    // destroyed; the id is stored in the listener and destroyed before it
+    // is freed (`shut`), or dropped below before `xr`.
+    let id = unsafe { CmId::new(args.net(), listen_handler, ctx) };
+    // SAFETY: `sa` holds a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
     let id = id.and_then(|id| unsafe { id.listen(sa) }.map(|()| id));
     let id = match id {
         Ok(id) => id,
         Err(e) => {
-            // SAFETY: `sa` is a valid address (checked above).
+            // SAFETY: as above.
             if let Some(addr) = unsafe { sockaddr_to_proto(sa) } {
                 pr_err!("cannot listen on {}: error {}\n", Show(addr), e.to_errno());
             }
-            // SAFETY: initialized, never handed to sunrpc, one reference; the
-            // CM id (if any) was dropped above, so no handler can run.
-            unsafe { xr.xprt.put_failed() };
+            // The CM id (if any) was dropped above, so no handler can run;
+            // dropping `xr` frees the listener.
             return Err(e);
         }
     };
@@ -422,7 +381,7 @@ pub(super) unsafe fn create(
         s.shown = unsafe { sockaddr_to_proto(id.src_sockaddr()) };
         s.id = Some(id);
     }
-    Ok(xr.xprt.as_ptr())
+    Ok(xr)
 }
 
 /// CM events on a listening id, and a connection request's first event.

@@ -14,7 +14,12 @@
 
 use kernel::prelude::*;
 
-use super::{connection::Connection, ctxt::CallCtxt, rw, sendto, sq::post_reply};
+use super::{
+    connection::Connection,
+    ctxt::{CallCtxt, Rq},
+    rw, sendto,
+    sq::post_reply,
+};
 use crate::{
     bindings,
     log::pr_warn_ratelimited,
@@ -23,7 +28,6 @@ use crate::{
         layout::{call_layout, Place, ReadChunkRef},
         rpcrdma::header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
     },
-    sunrpc::Rqst,
 };
 
 /// Read chunks (distinct positions) per Call we place, at most.
@@ -39,13 +43,14 @@ pub(super) const LIMITS: Limits = Limits {
     max_chunk_bytes: bindings::RPCSVC_MAXPAYLOAD + 64 * 1024,
 };
 
-/// Handles one received message on `conn` for the nfsd thread `rqstp`.
-/// Returns the Call's length (0: nothing for nfsd).
-pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int {
-    // SAFETY: sunrpc passes a live request owned by this thread.
-    let mut rq = unsafe { Rqst::from_raw(rqstp) };
+/// Handles one received message on `conn` for the nfsd thread's request
+/// `rq`. Returns the Call's length (0: nothing for nfsd).
+pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
-    rq.set_ctxt(core::ptr::null_mut());
+    // sunrpc released the request's last context (`xpo_release_ctxt`).
+    if let Some(old) = rq.take_ctxt() {
+        conn.ctxt_put(old);
+    }
     // Counted before other threads are let in (`Connection::recv_cap`).
     let _in_recv = conn.enter_recv();
     let next = conn.next_received();
@@ -58,11 +63,14 @@ pub(super) fn recvfrom(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_i
         answer_busy(conn, index);
         return 0;
     };
-    let got = receive(conn, &mut rq, &mut ctxt, index);
+    let got = receive(conn, rq, &mut ctxt, index);
     match got {
         Ok(len) => {
-            rq.set_ctxt(KBox::into_raw(ctxt).cast());
-            c_int::try_from(len).unwrap_or(0)
+            // The request holds it until `xpo_release_ctxt`, or the Reply.
+            if let Some(old) = rq.set_ctxt(ctxt) {
+                conn.ctxt_put(old);
+            }
+            len
         }
         // The context goes with the answer, as with a Reply: its completion
         // gives it back, and this thread takes the next message at once. A
@@ -147,7 +155,7 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
 /// before any RDMA Read. `Err` means no Call for nfsd.
 fn receive(
     conn: &Connection,
-    rq: &mut Rqst<'_>,
+    rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
     index: u16,
 ) -> core::result::Result<usize, NoCall> {

@@ -19,7 +19,11 @@
 
 use kernel::prelude::*;
 
-use super::{connection::Connection, ctxt::CallCtxt, sq::post_and_wait};
+use super::{
+    connection::Connection,
+    ctxt::{CallCtxt, Rq},
+    sq::post_and_wait,
+};
 use crate::{
     bindings,
     log::{pr_info_ratelimited, pr_warn_ratelimited},
@@ -29,7 +33,7 @@ use crate::{
         rpcrdma::chunk::{ReadList, Segment},
     },
     rdma::{dma::DmaMaps, wr::Chain},
-    sunrpc::{Piece, Rqst, PAGE_SIZE},
+    sunrpc::{Piece, PAGE_SIZE},
 };
 
 /// SGEs of one work request, at most.
@@ -68,7 +72,7 @@ pub(super) fn budget(conn: &Connection) -> Option<Budget> {
 /// into `ctxt.mrs` already; `next_mr` is the first one not used yet.
 fn build_reads(
     conn: &Connection,
-    rq: &Rqst<'_>,
+    rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
     chunk: ReadList<'_>,
     mut dst: usize,
@@ -193,7 +197,7 @@ fn build_reads(
 /// closing and the Call's MRs are retired ([`retire_mrs`]).
 pub(super) fn read_chunks(
     conn: &Connection,
-    rq: &Rqst<'_>,
+    rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
@@ -217,7 +221,7 @@ pub(super) fn read_chunks(
 /// Takes the Call's MRs, builds its Read chain and waits for it.
 fn post_reads(
     conn: &Connection,
-    rq: &Rqst<'_>,
+    rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
@@ -448,7 +452,7 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
 /// segments are `segs`. Returns the bytes written.
 pub(super) fn build_writes(
     conn: &Connection,
-    rq: &Rqst<'_>,
+    rq: &Rq<'_>,
     chain: &mut Chain,
     maps: &mut DmaMaps,
     segs: impl Iterator<Item = Segment>,

@@ -20,13 +20,12 @@ use kernel::prelude::*;
 
 use super::{
     connection::Connection,
-    ctxt::{CallCtxt, MAX_WRITE_CHUNKS},
+    ctxt::{CallCtxt, Rq, MAX_WRITE_CHUNKS},
     recvfrom::LIMITS,
     rw,
     sq::post_reply,
 };
 use crate::{
-    bindings,
     log::pr_warn_ratelimited,
     proto::{
         budget::Cost,
@@ -37,88 +36,73 @@ use crate::{
             header::{decode_kept, DecodeError, Header, Proc},
         },
     },
-    sunrpc::{Piece, Rqst},
+    sunrpc::Piece,
 };
 
 /// `xpo_result_payload`: nfsd placed `length` bytes of result data at
 /// `offset` of the Reply; they go into the Call's next Write chunk, if it
 /// has one.
-pub(super) fn result_payload(rqstp: *mut bindings::svc_rqst, offset: u32, length: u32) -> c_int {
-    // SAFETY: sunrpc passes a live request owned by this thread.
-    let rq = unsafe { Rqst::from_raw(rqstp) };
-    let ptr = rq.ctxt().cast::<CallCtxt>();
-    if ptr.is_null() || length == 0 {
-        return 0;
-    }
-    // SAFETY: our contexts are the only `rq_xprt_ctxt` values we set; the
-    // request owns it until `xpo_release_ctxt`.
-    let ctxt = unsafe { &mut *ptr };
-    let Ok(header) = decode_kept(&ctxt.hdr, &LIMITS) else {
-        return EINVAL.to_errno();
+pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Result {
+    let Some(ctxt) = rq.ctxt_mut() else {
+        return Ok(());
     };
+    if length == 0 {
+        return Ok(());
+    }
+    let header = decode_kept(&ctxt.hdr, &LIMITS).map_err(|_| EINVAL)?;
     let k = ctxt.next_write;
     let Some(chunk) = header.writes.iter().nth(k) else {
         // No Write chunk left: the payload stays in the Reply.
-        return 0;
+        return Ok(());
     };
     // This chunk belongs to this payload, used or not.
     ctxt.next_write = k + 1;
-    let Some(slot) = ctxt.payloads.get_mut(k) else {
-        return E2BIG.to_errno();
-    };
+    let slot = ctxt.payloads.get_mut(k).ok_or(E2BIG)?;
     if length > chunk.total() {
-        return E2BIG.to_errno();
+        return Err(E2BIG);
     }
     *slot = Payload {
         position: offset,
         len: length,
     };
-    0
+    Ok(())
 }
 
 /// `xpo_sendto`: sends the Reply of the request's Call. Returns the Reply's
-/// length, or a negative errno (the connection is then closing).
-pub(super) fn sendto(conn: &Connection, rqstp: *mut bindings::svc_rqst) -> c_int {
-    // SAFETY: sunrpc passes a live request owned by this thread.
-    let mut rq = unsafe { Rqst::from_raw(rqstp) };
-    let ptr = rq.ctxt().cast::<CallCtxt>();
-    if ptr.is_null() {
-        return ENOTCONN.to_errno();
-    }
+/// length; on an error the connection is closing.
+pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
+    let Some(mut ctxt) = rq.take_ctxt() else {
+        return Err(ENOTCONN);
+    };
     // Mutant drop_reply: every 64th Reply (module-wide) is not sent, though nfsd is told it was.
     #[cfg(svcrdma_mutant = "drop_reply")]
     {
         static REPLIES: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(0);
         if REPLIES.fetch_add(1, kernel::sync::atomic::ordering::Relaxed) % 64 == 63 {
-            return c_int::try_from(rq.res_len()).unwrap_or(c_int::MAX);
+            let _ = rq.set_ctxt(ctxt);
+            return Ok(rq.res_len());
         }
     }
-    let built = {
-        // SAFETY: as in `result_payload`; this borrow ends before the
-        // context is handed on.
-        let ctxt = unsafe { &mut *ptr };
-        build_reply(conn, &mut rq, ctxt)
-    };
-    let sent = built.and_then(|len| {
+    let sent = match build_reply(conn, rq, &mut ctxt) {
         // The context goes with the Reply from here on.
-        rq.set_ctxt(core::ptr::null_mut());
-        // SAFETY: leaked by `recvfrom` into the request, which no longer
-        // refers to it; nothing else does.
-        let ctxt = unsafe { KBox::from_raw(ptr) };
-        post_reply(conn, ctxt).map(|()| len)
-    });
-    match sent {
-        Ok(len) => c_int::try_from(len).unwrap_or(c_int::MAX),
+        Ok(len) => post_reply(conn, ctxt).map(|()| len),
         Err(e) => {
-            pr_warn_ratelimited!(
-                "connection {}: sending a Reply failed: error {}, closing\n",
-                conn.id,
-                e.to_errno()
-            );
-            conn.close();
-            ENOTCONN.to_errno()
+            // The request keeps it until `xpo_release_ctxt`.
+            if let Some(old) = rq.set_ctxt(ctxt) {
+                conn.ctxt_put(old);
+            }
+            Err(e)
         }
-    }
+    };
+    sent.map_err(|e| {
+        pr_warn_ratelimited!(
+            "connection {}: sending a Reply failed: error {}, closing\n",
+            conn.id,
+            e.to_errno()
+        );
+        conn.close();
+        ENOTCONN
+    })
 }
 
 /// The header of `ctxt`'s Call, decoded from its copy.
@@ -135,7 +119,7 @@ fn call_header<'h>(ctxt: &CallCtxt) -> Result<Header<'h>> {
 
 /// Builds the Reply's chain in `ctxt` (Writes and Send), taking the Reply's
 /// pages from the request if Writes read them. Returns the Reply's length.
-fn build_reply(conn: &Connection, rq: &mut Rqst<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
+fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
     let res = conn.res().ok_or(ENOTCONN)?;
     let call = call_header(ctxt)?;
     let credits = conn.info.credits;

@@ -147,6 +147,22 @@ impl CmId {
         Accept::Repointed(to_result(ret))
     }
 
+    /// Points the id's events at a handler that ignores them, under the
+    /// id's handler lock: once this returns, no handler call with the old
+    /// context runs or starts, so the context may go while the id lives on
+    /// (until it is dropped). Must not be called from the id's handler
+    /// (its lock is held there).
+    pub(crate) fn silence(&self) {
+        // SAFETY: the id is live (invariant). We are not in its handler, so
+        // taking the lock cannot deadlock; it waits for a running handler.
+        unsafe {
+            bindings::rdma_lock_handler(self.as_ptr());
+            (*self.as_ptr()).event_handler = Some(ignore_events);
+            (*self.as_ptr()).context = core::ptr::null_mut();
+            bindings::rdma_unlock_handler(self.as_ptr());
+        }
+    }
+
     /// Sets the QP's local ACK timeout (IB/RoCE): 4.096 µs × 2^`timeout`
     /// per try. Without it, a passive side takes the value the client asked
     /// for, which may be hours. Other transports ignore it.
@@ -168,6 +184,18 @@ impl CmId {
         // SAFETY: the id is live (invariant); its device lives while it does.
         unsafe { Device::from_raw((*self.as_ptr()).device, (*self.as_ptr()).port_num) }
     }
+}
+
+/// The handler of a silenced id ([`CmId::silence`]): keeps the id.
+///
+/// # Safety
+///
+/// Called by the RDMA CM only; it reads nothing.
+unsafe extern "C" fn ignore_events(
+    _id: *mut bindings::rdma_cm_id,
+    _event: *mut bindings::rdma_cm_event,
+) -> c_int {
+    0
 }
 
 impl Drop for CmId {

@@ -5,7 +5,10 @@
 use kernel::{
     error::to_result,
     prelude::*,
-    sync::atomic::{ordering::Relaxed, Atomic},
+    sync::atomic::{
+        ordering::{Acquire, Relaxed, Release},
+        Atomic,
+    },
 };
 
 use super::{cm::CmId, Cq, Pd};
@@ -23,17 +26,21 @@ pub(crate) struct QpCaps {
     pub(crate) recv_sge: u32,
 }
 
-/// The QP of a CM id; drained and destroyed when dropped.
+/// The QP of a CM id; drained and destroyed by [`Qp::destroy`] or when
+/// dropped.
 ///
 /// # Invariants
 ///
-/// `id` is a live CM id whose QP was created by [`Qp::new`] and is destroyed
-/// only by `Drop`; the id outlives this value (owners drop the QP first).
+/// `id` is a live CM id whose QP was created by [`Qp::new`]; the QP lives
+/// until `destroyed` is set (by [`Qp::destroy`] only), and the id outlives
+/// this value (owners drop the QP first).
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
     /// Drained already (by the owner, before `Drop`).
     drained: Atomic<bool>,
+    /// Destroyed already ([`Qp::destroy`]).
+    destroyed: Atomic<bool>,
 }
 
 // SAFETY: posting work requests is thread-safe in the verbs API.
@@ -91,6 +98,7 @@ impl Qp {
                 id: id.as_ptr(),
                 qp,
                 drained: Atomic::new(false),
+                destroyed: Atomic::new(false),
             },
             got,
         ))
@@ -105,7 +113,11 @@ impl Qp {
     /// reach our memory through it, and every posted request completes
     /// (flushed). Safe to repeat.
     pub(crate) fn to_error(&self) {
-        // SAFETY: the QP is live (invariant).
+        if self.destroyed.load(Acquire) {
+            return;
+        }
+        // SAFETY: the QP is live (invariant: not destroyed; the owner does
+        // not destroy it while other calls run).
         let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
     }
 
@@ -121,12 +133,23 @@ impl Qp {
         // SAFETY: the QP is live (invariant).
         unsafe { bindings::ib_drain_qp(self.qp) };
     }
+
+    /// Drains the QP ([`Qp::drain`]) and destroys it: once this returns, no
+    /// completion of its work requests and no QP event runs or starts.
+    /// Sleeps. Done once; the owner must post nothing after it.
+    pub(crate) fn destroy(&self) {
+        self.drain();
+        if self.destroyed.xchg(true, Release) {
+            return;
+        }
+        // SAFETY: the id is live (invariant) and its QP is ours, destroyed
+        // once (the flag above).
+        unsafe { bindings::rdma_destroy_qp(self.id) };
+    }
 }
 
 impl Drop for Qp {
     fn drop(&mut self) {
-        self.drain();
-        // SAFETY: the id is live (invariant) and its QP is ours.
-        unsafe { bindings::rdma_destroy_qp(self.id) };
+        self.destroy();
     }
 }

@@ -376,12 +376,15 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
             recv_sge: 1,
         };
         let id = p.cm_id();
-        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which drops the QP first; or, on a failure, the QP goes first); `conn` outlives both.
+        // The ring before the QP: on any failure below the QP (declared
+        // later) is dropped first, and flushes what was posted while the
+        // ring is still there.
+        // SAFETY: the device lives while the id does; `conn` outlives the
+        // ring's completions (the QP is destroyed before the ring drops).
+        let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
+        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which destroys the QP first; or, on a failure, the QP goes first); `conn` outlives both.
         let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
         let (qp, got) = qp?;
-        // SAFETY: the device lives while the id does; `conn` outlives the
-        // ring's completions (the QP is drained before the ring drops).
-        let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
         // Every request a chain posts is signaled: the send queue's slots,
         // less the one the drain at teardown needs, are what chains hold.
         let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
@@ -398,12 +401,8 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
             depths.credits as usize * 8,
             frmrs.as_ref().map_or(0, |f| f.len()),
         )?;
-        if let Err(e) = recv.post_all(&qp) {
-            // Flushing the posted receives needs the ring: QP first.
-            drop(qp);
-            drop(recv);
-            return Err(e);
-        }
+        // On failure the QP (dropped first) flushes what was posted.
+        recv.post_all(&qp)?;
         Ok((qp, recv, got))
     })();
     let (qp, recv, got) = match built {
@@ -427,8 +426,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // A client that stops answering must not hold nfsd threads for long:
     // about 2 s per try (the CM's default retry count makes ~15 s).
     p.cm_id().set_ack_timeout(ACK_TIMEOUT);
-    // SAFETY: `conn` outlives the id (the id ends up in `Resources`, whose
-    // last field it is); we are not in the id's handler.
+    // SAFETY: `conn` outlives the id's events: the id ends up in
+    // `Resources`, and `Connection::free` silences it before anything goes;
+    // we are not in the id's handler.
     let accepted = unsafe { p.accept(conn_handler, c.cast(), &ours, ord) };
     let (cm_id, accepted) = match accepted {
         Ok(a) => a,

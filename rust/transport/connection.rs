@@ -12,14 +12,14 @@
 //! connection.
 
 use kernel::{
-    new_mutex, new_spinlock,
+    new_spinlock,
     prelude::*,
     sync::{
         atomic::{
             ordering::{Full, Relaxed},
             Atomic,
         },
-        Arc, Mutex, SetOnce, SpinLock,
+        Arc, SetOnce, SpinLock,
     },
 };
 
@@ -42,8 +42,11 @@ use crate::{
     sysfs::Dir,
 };
 
-/// The RDMA objects of a connection, in teardown order. Some are only held
-/// here for the QP's sake (`_`-named) until the data path uses them.
+/// The RDMA objects of a connection. The QP goes first, whatever the field
+/// order (`Drop`): then no completion refers to the receive ring, MRs or
+/// CQs. The id goes last (it keeps the device, on which the rest is mapped,
+/// from going). Some are only held here for the QP's sake (`_`-named) until
+/// the data path uses them.
 pub(crate) struct Resources {
     pub(crate) qp: Qp,
     pub(crate) recv: RecvRing,
@@ -56,6 +59,12 @@ pub(crate) struct Resources {
     pub(crate) send_sge: u32,
     /// SGEs per RDMA Read the device allows.
     pub(crate) read_sge: u32,
+}
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        self.qp.destroy();
+    }
 }
 
 /// The pool of per-RPC contexts.
@@ -83,11 +92,6 @@ pub(crate) struct Connection {
     /// FRMR pool entries not in use (closed with the connection).
     #[pin]
     mr_free: MrFree,
-    /// Held by CM event handlers while they act on the connection, and by
-    /// [`Connection::free`] to set `dying`: a handler that saw `dying`
-    /// clear is done before the QP goes.
-    #[pin]
-    cm_gate: Mutex<()>,
     /// Received buffers waiting for `xpo_recvfrom`, and whether the
     /// connection is established; see [`Ready`].
     #[pin]
@@ -157,7 +161,6 @@ impl Connection {
             res: SetOnce::new(),
             sq <- SendQueue::empty(),
             mr_free <- MrFree::empty(),
-            cm_gate <- new_mutex!(()),
             ready <- new_spinlock!(Ready {
                 queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
                 established: false,
@@ -491,19 +494,19 @@ impl Connection {
     /// still hold shared references: they are stopped and drained before
     /// the connection drops.
     pub(crate) fn free(conn: Pin<KBox<Self>>) {
-        // Completions flushed by the drain and late CM events must leave
-        // sunrpc and the QP alone from here on.
-        {
-            let _gate = conn.cm_gate.lock();
-            conn.dying.store(true, Relaxed);
-        }
-        // Replies posted without waiting hold contexts that their last
-        // completion returns to the pool: drain while the pool and the
-        // send-queue accounting exist, before anything is dropped.
+        // Completions flushed by the drain must leave sunrpc alone.
+        conn.dying.store(true, Relaxed);
         if let Some(r) = conn.res() {
-            r.qp.drain();
+            // No CM event reaches the connection from here on (this waits
+            // for a running handler).
+            r.cm_id.silence();
+            // Replies posted without waiting hold contexts that their last
+            // completion returns to the pool: drain while the pool and the
+            // send-queue accounting exist, before anything is dropped. Then
+            // no completion or QP event runs any more.
+            r.qp.destroy();
         }
-        // After the drain nothing else refers to it.
+        // Nothing else refers to it now.
         drop(conn);
     }
 
@@ -521,8 +524,8 @@ impl Connection {
 /// # Safety
 ///
 /// Called by the RDMA CM only, for an id whose context is its live
-/// `Connection` (set by accept; the id is destroyed before the connection
-/// is freed).
+/// `Connection` (set by accept; [`Connection::free`] silences the id
+/// before the connection goes).
 pub(crate) unsafe extern "C" fn conn_handler(
     id: *mut bindings::rdma_cm_id,
     event: *mut bindings::rdma_cm_event,
@@ -544,11 +547,9 @@ pub(crate) unsafe extern "C" fn conn_handler(
             // The QP goes to the error state too: RDMA Reads posted to a
             // peer that is gone would otherwise hold their nfsd threads
             // until the retries run out (tens of seconds), with no thread
-            // left to detach the connection.
-            let _gate = conn.cm_gate.lock();
-            if !conn.dying.load(Relaxed) {
-                conn.close();
-            }
+            // left to detach the connection. (`free` silences the id
+            // before anything goes.)
+            conn.close();
         }
         _ => {}
     }

@@ -92,8 +92,10 @@ pub(crate) struct Listener {
     #[pin]
     relisten: Opaque<bindings::delayed_work>,
     /// Connection requests waiting for an nfsd thread to accept them.
+    /// A slot is pushed empty before its request is made (see
+    /// [`Listener::queue_request`]); empty slots are skipped.
     #[pin]
-    queue: Mutex<KVec<KBox<Pending>>>,
+    queue: Mutex<KVec<Option<KBox<Pending>>>>,
     registry: Arc<Registry>,
 }
 
@@ -112,16 +114,16 @@ impl Listener {
     }
 
     /// Queues the request `make` builds and wakes an nfsd thread to accept
-    /// it. `make` runs under the queue lock once room is reserved, so queueing
-    /// cannot fail after it; if no room can be made, `make` is not called.
+    /// it. `make` runs under the queue lock in a slot already queued, so
+    /// queueing cannot fail once it is called (a request made in a CM
+    /// handler must not be dropped there: that would destroy the id inside
+    /// its own handler); if no slot can be queued, `make` is not called.
     pub(super) fn queue_request(&self, make: impl FnOnce() -> KBox<Pending>) -> Result {
         {
             let mut q = self.queue.lock();
-            q.reserve(1, GFP_KERNEL).map_err(|_| ENOMEM)?;
-            if q.push_within_capacity(make()).is_err() {
-                // Unreachable: room was reserved under the same lock.
-                return Err(ENOMEM);
-            }
+            q.push(None, GFP_KERNEL).map_err(|_| ENOMEM)?;
+            let slot = q.last_mut().ok_or(ENOMEM)?;
+            *slot = Some(make());
         }
         self.xprt.set_flag(Flag::Conn);
         self.xprt.enqueue();
@@ -132,7 +134,10 @@ impl Listener {
     pub(super) fn dequeue(&self) -> Option<KBox<Pending>> {
         self.xprt.clear_flag(Flag::Conn);
         let mut q = self.queue.lock();
-        let p = if q.is_empty() { None } else { q.remove(0).ok() };
+        let mut p = None;
+        while p.is_none() && !q.is_empty() {
+            p = q.remove(0).ok().flatten();
+        }
         if !q.is_empty() {
             self.xprt.set_flag(Flag::Conn);
         }

@@ -356,37 +356,47 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     let ctx = core::ptr::from_ref::<Listener>(&xr)
         .cast_mut()
         .cast::<c_void>();
+    // The id is made, bound and stored under the lock, as in `relisten`: an
+    // event on it (its handler takes the lock) finds it in place.
+    let mut st = xr.listen.lock();
     // SAFETY: the handler receives the listener as context until the id is
     // destroyed; the id is stored in the listener and destroyed before it
     // is freed (`shut`), or dropped below before `xr`.
-    let id = unsafe { CmId::new(args.net(), listen_handler, ctx) };
-    // SAFETY: `sa` holds a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
-    let id = id.and_then(|id| unsafe { id.listen(sa) }.map(|()| id));
-    let id = match id {
+    let id = match unsafe { CmId::new(args.net(), listen_handler, ctx) } {
         Ok(id) => id,
         Err(e) => {
-            // SAFETY: as above.
-            if let Some(addr) = unsafe { sockaddr_to_proto(sa) } {
-                pr_err!("cannot listen on {}: error {}\n", Show(addr), e.to_errno());
-            }
-            // The CM id (if any) was dropped above, so no handler can run;
-            // dropping `xr` frees the listener.
-            return Err(e);
+            drop(st);
+            return Err(listen_failed(args, e));
         }
     };
+    // SAFETY: `sa` holds a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
+    if let Err(e) = unsafe { id.listen(sa) } {
+        drop(st);
+        // Outside the lock, as in `shut`; no handler can run after this,
+        // and dropping `xr` then frees the listener.
+        drop(id);
+        return Err(listen_failed(args, e));
+    }
     // The bound address has the port the CM chose if nfsd asked for port 0.
     // SAFETY: the id's source address is a valid `sockaddr_storage` of the
     // requested family; sunrpc has not seen the transport yet.
     unsafe { xr.xprt.set_local(id.src_sockaddr()) };
-    {
-        let mut s = xr.listen.lock();
-        // SAFETY: as above.
-        s.addr = unsafe { copy_addr(id.src_sockaddr()) };
-        // SAFETY: as above.
-        s.shown = unsafe { sockaddr_to_proto(id.src_sockaddr()) };
-        s.id = Some(id);
-    }
+    // SAFETY: as above.
+    st.addr = unsafe { copy_addr(id.src_sockaddr()) };
+    // SAFETY: as above.
+    st.shown = unsafe { sockaddr_to_proto(id.src_sockaddr()) };
+    st.id = Some(id);
+    drop(st);
     Ok(xr)
+}
+
+/// Logs why listening on `args`' address failed; returns the error.
+fn listen_failed(args: &CreateArgs<'_>, e: Error) -> Error {
+    // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
+    if let Some(addr) = unsafe { sockaddr_to_proto(args.addr()) } {
+        pr_err!("cannot listen on {}: error {}\n", Show(addr), e.to_errno());
+    }
+    e
 }
 
 /// CM events on a listening id, and a connection request's first event.

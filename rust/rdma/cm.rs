@@ -150,8 +150,8 @@ impl CmId {
     /// Points the id's events at a handler that ignores them, under the
     /// id's handler lock: once this returns, no handler call with the old
     /// context runs or starts, so the context may go while the id lives on
-    /// (until it is dropped). Must not be called from the id's handler
-    /// (its lock is held there).
+    /// (until it is dropped). Must not be called from the id's own handler:
+    /// its lock is held there, and this would deadlock (never unsound).
     pub(crate) fn silence(&self) {
         // SAFETY: the id is live (invariant). We are not in its handler, so
         // taking the lock cannot deadlock; it waits for a running handler.

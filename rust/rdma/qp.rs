@@ -6,9 +6,10 @@ use kernel::{
     error::to_result,
     prelude::*,
     sync::atomic::{
-        ordering::{Acquire, Relaxed, Release},
+        ordering::{Acquire, Full, Release},
         Atomic,
     },
+    time::{delay::fsleep, Delta},
 };
 
 use super::{cm::CmId, Cq, Pd};
@@ -26,21 +27,28 @@ pub(crate) struct QpCaps {
     pub(crate) recv_sge: u32,
 }
 
+/// [`Qp`]'s life: live, being drained, waiting for [`Qp::to_error`] calls
+/// to leave, destroyed.
+const LIVE: u32 = 0;
+const DRAINING: u32 = 1;
+const CLOSING: u32 = 2;
+const DESTROYED: u32 = 3;
+
 /// The QP of a CM id; drained and destroyed by [`Qp::destroy`] or when
 /// dropped.
 ///
 /// # Invariants
 ///
-/// `id` is a live CM id whose QP was created by [`Qp::new`]; the QP lives
-/// until `destroyed` is set (by [`Qp::destroy`] only), and the id outlives
-/// this value (owners drop the QP first).
+/// `id` is a live CM id whose QP was created by [`Qp::new`], and outlives
+/// this value (owners drop the QP first). The QP lives while `state` is
+/// below `DESTROYED`, and while `users` counts a [`Qp::to_error`] that
+/// saw it below `CLOSING`.
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
-    /// Drained already (by the owner, before `Drop`).
-    drained: Atomic<bool>,
-    /// Destroyed already ([`Qp::destroy`]).
-    destroyed: Atomic<bool>,
+    state: Atomic<u32>,
+    /// [`Qp::to_error`] calls under way.
+    users: Atomic<u32>,
 }
 
 // SAFETY: posting work requests is thread-safe in the verbs API.
@@ -97,8 +105,8 @@ impl Qp {
             Self {
                 id: id.as_ptr(),
                 qp,
-                drained: Atomic::new(false),
-                destroyed: Atomic::new(false),
+                state: Atomic::new(LIVE),
+                users: Atomic::new(0),
             },
             got,
         ))
@@ -113,38 +121,42 @@ impl Qp {
     /// reach our memory through it, and every posted request completes
     /// (flushed). Safe to repeat.
     pub(crate) fn to_error(&self) {
-        if self.destroyed.load(Acquire) {
-            return;
+        // Counted before the state is read, and `destroy` sets the state
+        // before it reads the count (fully ordered read-modify-writes, the
+        // reads as adds of 0): either this call sees `CLOSING`, or
+        // `destroy` waits for it.
+        self.users.fetch_add(1, Full);
+        if self.state.fetch_add(0, Full) < CLOSING {
+            // SAFETY: the QP lives while we are counted (invariant).
+            let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
         }
-        // SAFETY: the QP is live (invariant: not destroyed; the owner does
-        // not destroy it while other calls run).
-        let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
+        self.users.fetch_sub(1, Full);
     }
 
-    /// Moves the QP to the error state and waits until every posted work
-    /// request has completed (flushed), so no completion refers to its
-    /// owner afterwards. Sleeps; must not run on the QP's own completion
-    /// path. Done once: later calls (by the owner, after the first has
-    /// returned) do nothing.
-    pub(crate) fn drain(&self) {
-        if self.drained.xchg(true, Relaxed) {
-            return;
-        }
-        // SAFETY: the QP is live (invariant).
-        unsafe { bindings::ib_drain_qp(self.qp) };
-    }
-
-    /// Drains the QP ([`Qp::drain`]) and destroys it: once this returns, no
-    /// completion of its work requests and no QP event runs or starts.
-    /// Sleeps. Done once; the owner must post nothing after it.
+    /// Moves the QP to the error state, waits until every posted work
+    /// request has completed (flushed), and destroys it: once this returns,
+    /// in whichever thread, no completion of its work requests and no QP
+    /// event runs or starts, and nothing refers to its owner through it.
+    /// Sleeps; must not run on the QP's own completion path. The first call
+    /// does the work; the others wait for it. The owner must post nothing
+    /// after it.
     pub(crate) fn destroy(&self) {
-        self.drain();
-        if self.destroyed.xchg(true, Release) {
+        if self.state.cmpxchg(LIVE, DRAINING, Full).is_err() {
+            while self.state.load(Acquire) != DESTROYED {
+                fsleep(Delta::from_millis(1));
+            }
             return;
         }
-        // SAFETY: the id is live (invariant) and its QP is ours, destroyed
-        // once (the flag above).
+        // SAFETY: the QP is live (state `DRAINING`, set by us only).
+        unsafe { bindings::ib_drain_qp(self.qp) };
+        self.state.xchg(CLOSING, Full);
+        while self.users.fetch_add(0, Full) != 0 {
+            fsleep(Delta::from_millis(1));
+        }
+        // SAFETY: the id is live (invariant) and its QP is ours; no
+        // `to_error` uses it (none counted, and new ones see `CLOSING`).
         unsafe { bindings::rdma_destroy_qp(self.id) };
+        self.state.store(DESTROYED, Release);
     }
 }
 

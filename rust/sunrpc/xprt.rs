@@ -15,8 +15,6 @@ pub(crate) enum Flag {
     Conn = bindings::XPT_CONN,
     /// Received data waits for `xpo_recvfrom`.
     Data = bindings::XPT_DATA,
-    /// The transport is a listening endpoint.
-    Listener = bindings::XPT_LISTENER,
     /// The transport has congestion control (RFC 7530 section 3.1).
     CongCtrl = bindings::XPT_CONG_CTRL,
     /// The transport is closing (set once, by whoever closes it).
@@ -25,8 +23,9 @@ pub(crate) enum Flag {
 
 /// An embedded `struct svc_xprt`.
 ///
-/// sunrpc owns its life cycle once [`SvcXprt::init`] has run: the embedding
-/// object is freed by `xpo_free` when the last reference goes.
+/// sunrpc owns its life cycle once [`super::NewXprt`] has initialized it:
+/// the embedding object is freed by `xpo_free` when the last reference
+/// goes.
 #[repr(transparent)]
 pub(crate) struct SvcXprt(Opaque<bindings::svc_xprt>);
 
@@ -37,9 +36,25 @@ unsafe impl Sync for SvcXprt {}
 unsafe impl Send for SvcXprt {}
 
 impl SvcXprt {
-    /// Uninitialized storage; [`SvcXprt::init`] must run before sunrpc sees it.
-    pub(crate) const fn uninit() -> Self {
-        Self(Opaque::uninit())
+    /// Zeroed storage (no class, no flags), for [`super::NewXprt`] to
+    /// initialize before sunrpc sees it.
+    pub(crate) fn uninit() -> Self {
+        Self(Opaque::zeroed())
+    }
+
+    /// Whether the transport is a listening endpoint (`XPT_LISTENER`; set
+    /// only by [`super::NewXprt`], for a class's listener type).
+    pub(crate) fn is_listener(&self) -> bool {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic
+        // `test_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_test_flag(self.as_ptr(), bindings::XPT_LISTENER as i32) }
+    }
+
+    /// Marks the transport a listening endpoint (`XPT_LISTENER`).
+    pub(super) fn set_listener(&self) {
+        // SAFETY: `self` is a valid `svc_xprt`; the shim does an atomic
+        // `set_bit`.
+        unsafe { bindings::svcrdma_rs_xprt_set_flag(self.as_ptr(), bindings::XPT_LISTENER as i32) };
     }
 
     /// The C object.

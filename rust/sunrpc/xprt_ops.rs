@@ -13,7 +13,7 @@ use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 
 use kernel::prelude::*;
 
-use super::{Flag, Rqst, SvcXprt, XprtClass};
+use super::{Rqst, SvcXprt, XprtClass};
 use crate::bindings;
 
 /// A transport type embedding its `svc_xprt`: a listener or a connection.
@@ -143,7 +143,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
         // object; `net` and `serv` are live (callers'), `class` registered.
         unsafe { bindings::svc_xprt_init(net, class, x.as_ptr(), serv) };
         if listener {
-            x.set_flag(Flag::Listener);
+            x.set_listener();
         }
         // INVARIANT: leaked from a pinned box, initialized for `class`,
         // one reference, not yet known to sunrpc.
@@ -170,8 +170,10 @@ impl<T: HasSvcXprt> Deref for NewXprt<T> {
 impl<T: HasSvcXprt> Drop for NewXprt<T> {
     fn drop(&mut self) {
         let x = self.svc_xprt().as_ptr();
-        // sunrpc puts one module reference for a failing `xpo_create` or
-        // `xpo_accept`, and `svc_xprt_free()` puts another: take that one.
+        // `svc_xprt_free()` puts a module reference when the transport goes;
+        // one handed to sunrpc brought sunrpc's own (taken for the
+        // `xpo_create` or `xpo_accept` call), one dropped here did not
+        // (sunrpc puts that for the failed call): take one for it.
         // SAFETY: `xpt_class` was set at init to a registered class, whose
         // owner is this module, live: we are running.
         unsafe { bindings::__module_get((*(*x).xpt_class).xcl_owner) };
@@ -201,7 +203,7 @@ impl<O: XprtOps> XprtClass<O> {
     /// nfsd links a backchannel to, say).
     #[cfg_attr(not(svcrdma_rs_backchannel), allow(dead_code))]
     pub(crate) fn conn_of<'a>(&self, x: &'a SvcXprt) -> Option<&'a O::Conn> {
-        if x.class() != self.as_ptr().cast_const() || x.test_flag(Flag::Listener) {
+        if x.class() != self.as_ptr().cast_const() || x.is_listener() {
             return None;
         }
         // SAFETY: a transport of this class without `XPT_LISTENER` is the
@@ -217,10 +219,11 @@ impl<O: XprtOps> XprtClass<O> {
         obj: Pin<KBox<O::Conn>>,
         listener: &O::Listener,
     ) -> Result<NewXprt<O::Conn>> {
-        if !self.is_registered() {
+        let lx = listener.svc_xprt();
+        // A listener this class made (storage is zeroed until then).
+        if !self.is_registered() || lx.class() != self.as_ptr().cast_const() {
             return Err(EINVAL);
         }
-        let lx = listener.svc_xprt();
         // SAFETY: `O`'s adapter frees an `O::Conn` when `XPT_LISTENER` is
         // clear; a live listener's namespace and service are live.
         Ok(unsafe { NewXprt::init(obj, self.as_ptr(), lx.net(), lx.serv(), false) })
@@ -266,7 +269,7 @@ impl<O: XprtOps> Adapter<O> {
     unsafe fn ours<'a>(xprt: *mut bindings::svc_xprt) -> Ours<'a, O> {
         // SAFETY: a live, initialized `svc_xprt` (caller's promise).
         let x = unsafe { SvcXprt::from_raw(xprt) };
-        if x.test_flag(Flag::Listener) {
+        if x.is_listener() {
             // SAFETY: with `XPT_LISTENER` it is an `O::Listener` (the
             // invariant of `NewXprt`), whose first field it is.
             Ours::Listener(unsafe { &*xprt.cast::<O::Listener>() })
@@ -429,20 +432,16 @@ impl<O: XprtOps> Adapter<O> {
     /// Called by sunrpc only, once, on the last reference to a transport of
     /// this class.
     unsafe extern "C" fn free(xprt: *mut bindings::svc_xprt) {
-        // SAFETY: live until freed below; nothing else refers to it.
-        let kind = unsafe { Self::ours(xprt) };
-        match kind {
-            Ours::Listener(l) => {
-                let p = core::ptr::from_ref(l).cast_mut();
-                // SAFETY: leaked from a pinned box (`NewXprt`); sunrpc's
-                // last reference is gone, so this is the only owner.
-                O::free_listener(unsafe { Pin::new_unchecked(KBox::from_raw(p)) });
-            }
-            Ours::Conn(c) => {
-                let p = core::ptr::from_ref(c).cast_mut();
-                // SAFETY: as for a listener.
-                O::free_conn(unsafe { Pin::new_unchecked(KBox::from_raw(p)) });
-            }
+        // SAFETY: live until freed below.
+        let listener = unsafe { SvcXprt::from_raw(xprt) }.is_listener();
+        if listener {
+            // SAFETY: with `XPT_LISTENER`, the first field of an
+            // `O::Listener` leaked from a pinned box (`NewXprt`); sunrpc's
+            // last reference is gone, so this is the only owner.
+            O::free_listener(unsafe { Pin::new_unchecked(KBox::from_raw(xprt.cast())) });
+        } else {
+            // SAFETY: as for a listener, an `O::Conn`.
+            O::free_conn(unsafe { Pin::new_unchecked(KBox::from_raw(xprt.cast())) });
         }
     }
 

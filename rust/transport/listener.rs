@@ -401,6 +401,11 @@ fn listen_failed(args: &CreateArgs<'_>, e: Error) -> Error {
 
 /// CM events on a listening id, and a connection request's first event.
 ///
+/// Lock rule: the `CONNECT_REQUEST` path never takes `listen`. Creation
+/// and `relisten` hold it across `rdma_listen`, whose error path on a
+/// wildcard listener destroys the per-device child ids, waiting for their
+/// handlers (and so for a running `connect_request`).
+///
 /// # Safety
 ///
 /// Called by the RDMA CM only, with the id's `context` set to the listening

@@ -47,9 +47,18 @@ pub(super) const LIMITS: Limits = Limits {
 /// `rq`. Returns the Call's length (0: nothing for nfsd).
 pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
-    // sunrpc released the request's last context (`xpo_release_ctxt`).
+    // sunrpc released the request's last context (`xpo_release_ctxt`)
+    // and cleared it. Were one left, it could be another connection's:
+    // only its own pool takes it back.
     if let Some(old) = rq.take_ctxt() {
-        conn.ctxt_put(old);
+        if core::ptr::eq(old.conn, conn) {
+            conn.ctxt_put(old);
+        } else {
+            pr_warn_ratelimited!(
+                "a request still held another connection's context; it is leaked\n"
+            );
+            core::mem::forget(old);
+        }
     }
     // Counted before other threads are let in (`Connection::recv_cap`).
     let _in_recv = conn.enter_recv();

@@ -62,11 +62,6 @@ impl Chain {
         self.wrs.len()
     }
 
-    /// Whether the chain is empty.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.wrs.is_empty()
-    }
-
     fn push(&mut self, wr: Wr, sges: &[bindings::ib_sge]) -> Result {
         self.wrs.reserve(1, GFP_KERNEL)?;
         self.spans.reserve(1, GFP_KERNEL)?;

@@ -211,6 +211,62 @@ impl<'a, C> Rqst<'a, C> {
         Ok(())
     }
 
+    /// Moves the first `n` argument pages (the Call's bytes `[0, n *
+    /// PAGE_SIZE)`) into `out`, each with its reference: RDMA Reads fill
+    /// them after this request has moved on. Their slots are left empty for
+    /// sunrpc to refill (`rq_pages_nfree`) before the next receive.
+    pub(crate) fn take_arg_pages(
+        &mut self,
+        n: usize,
+        out: &mut KVec<*mut bindings::page>,
+    ) -> Result {
+        if n > self.arg_capacity() / PAGE_SIZE {
+            return Err(EMSGSIZE);
+        }
+        out.reserve(n, GFP_KERNEL)?;
+        let r = self.r_mut();
+        for i in 0..n {
+            // SAFETY: `i` is within the argument pages (checked above).
+            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            if slot.is_null() {
+                return Err(EINVAL);
+            }
+            // Room was reserved above.
+            out.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            *slot = core::ptr::null_mut();
+        }
+        // sunrpc refills the first `rq_pages_nfree` slots (its contract for
+        // transports that keep request pages).
+        r.rq_pages_nfree = r.rq_pages_nfree.max(n);
+        Ok(())
+    }
+
+    /// Puts `pages` (taken by [`Rqst::take_arg_pages`] from another
+    /// request, and filled) at the start of this request's argument
+    /// buffer, releasing the pages they replace, and points the argument
+    /// `xdr_buf` at them. Empties `pages`.
+    pub(crate) fn install_arg_pages(&mut self, pages: &mut KVec<*mut bindings::page>) -> Result {
+        let n = pages.len();
+        if n == 0 || n > self.arg_capacity() / PAGE_SIZE {
+            return Err(EMSGSIZE);
+        }
+        let r = self.r_mut();
+        for (i, page) in pages.drain_all().enumerate() {
+            // SAFETY: `i` is within the argument pages (checked above).
+            let slot = unsafe { &mut *r.rq_pages.add(i) };
+            if !slot.is_null() {
+                // SAFETY: the request holds a reference on each of its pages.
+                unsafe { bindings::svcrdma_rs_put_page(*slot) };
+            }
+            *slot = page;
+        }
+        // SAFETY: slot 0 holds a page now (n >= 1), a lowmem page.
+        r.rq_arg.head[0].iov_base = unsafe { bindings::svcrdma_rs_page_address(*r.rq_pages) };
+        // SAFETY: the page array has at least `n` entries.
+        r.rq_arg.pages = unsafe { r.rq_pages.add(1) };
+        Ok(())
+    }
+
     /// Declares the Call assembled: `len` bytes from the start of the
     /// argument buffer (head = first page, the rest in the page list, as
     /// a stream transport leaves it).

@@ -109,6 +109,14 @@ pub(crate) struct Connection {
     registry: Arc<Registry>,
 }
 
+/// What an nfsd thread in `xpo_recvfrom` takes ([`Connection::next_work`]).
+pub(crate) enum Work {
+    /// A Call whose RDMA Reads completed.
+    ReadsDone(KBox<CallCtxt>),
+    /// A received buffer, by index.
+    Received(u16),
+}
+
 /// An nfsd thread receiving on a connection ([`Connection::enter_recv`]).
 pub(crate) struct InRecv<'a>(&'a Connection);
 
@@ -139,8 +147,19 @@ struct Ready {
     /// Indices of received buffers, oldest first. Capacity for every
     /// buffer is reserved up front, so the completion path never allocates.
     queue: KVec<u16>,
+    /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
+    /// to pick them up. Capacity for every context is reserved when the
+    /// pools are made ([`Connection::init_pools`]).
+    reads: KVec<KBox<CallCtxt>>,
     /// The CM reported the connection established.
     established: bool,
+}
+
+impl Ready {
+    /// Whether anything waits for `xpo_recvfrom`.
+    fn has_work(&self) -> bool {
+        !self.queue.is_empty() || !self.reads.is_empty()
+    }
 }
 
 impl Connection {
@@ -163,6 +182,7 @@ impl Connection {
             mr_free <- MrFree::empty(),
             ready <- new_spinlock!(Ready {
                 queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
+                reads: KVec::new(),
                 established: false,
             }),
             dying: Atomic::new(false),
@@ -248,7 +268,7 @@ impl Connection {
             if cfg!(svcrdma_mutant = "lost_first_call") {
                 return;
             }
-            if !r.queue.is_empty() {
+            if r.has_work() {
                 self.xprt.set_flag(Flag::Data);
             }
         }
@@ -364,6 +384,10 @@ impl Connection {
         mrs: usize,
     ) -> Result {
         self.sq.set_size(sq_slots);
+        // Room for every context in the queue of finished Reads, so the
+        // completion path never allocates.
+        let reads = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
+        self.ready.lock().reads = reads;
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
             // Pooled contexts drop before `res` (field order), whose CM id
@@ -472,16 +496,39 @@ impl Connection {
         }
     }
 
-    /// Takes the oldest received buffer for `xpo_recvfrom`, clearing
-    /// `XPT_DATA` when none is left.
-    pub(crate) fn next_received(&self) -> Option<u16> {
-        let mut r = self.ready.lock();
-        let next = if r.queue.is_empty() {
-            None
-        } else {
-            r.queue.remove(0).ok()
+    /// A Call's RDMA Reads completed ([`super::rw::reads_finished`]): it
+    /// waits for a thread to pick it up.
+    pub(crate) fn read_done(&self, ctxt: KBox<CallCtxt>) {
+        let established = {
+            let mut r = self.ready.lock();
+            if let Err(ctxt) = r.reads.push_within_capacity(ctxt) {
+                drop(r);
+                // Cannot happen: room for every context. Treat as fatal.
+                self.fatal();
+                self.ctxt_put(ctxt.0);
+                return;
+            }
+            self.xprt.set_flag(Flag::Data);
+            r.established
         };
-        if r.queue.is_empty() {
+        if established && !self.dying.load(Relaxed) {
+            self.xprt.enqueue();
+        }
+    }
+
+    /// What `xpo_recvfrom` takes next: the oldest Call whose Reads
+    /// completed, else the oldest received buffer; clears `XPT_DATA` when
+    /// nothing is left.
+    pub(crate) fn next_work(&self) -> Option<Work> {
+        let mut r = self.ready.lock();
+        let next = if !r.reads.is_empty() {
+            r.reads.remove(0).ok().map(Work::ReadsDone)
+        } else if !r.queue.is_empty() {
+            r.queue.remove(0).ok().map(Work::Received)
+        } else {
+            None
+        };
+        if !r.has_work() {
             self.xprt.clear_flag(Flag::Data);
         }
         next
@@ -505,6 +552,12 @@ impl Connection {
             // send-queue accounting exist, before anything is dropped. Then
             // no completion or QP event runs any more.
             r.qp.destroy();
+        }
+        // Calls whose Reads finished and that no thread picked up: their
+        // contexts (and argument pages) go back while the pool exists.
+        let reads = core::mem::take(&mut conn.ready.lock().reads);
+        for ctxt in reads {
+            conn.ctxt_put(ctxt);
         }
         // Nothing else refers to it now.
         drop(conn);

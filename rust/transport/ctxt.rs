@@ -19,7 +19,10 @@ use core::cell::UnsafeCell;
 
 use kernel::{prelude::*, sync::atomic::Atomic};
 
-use super::{connection::Connection, sq::reply_done};
+use super::{
+    connection::Connection,
+    sq::{read_done, reply_done},
+};
 use crate::{
     bindings,
     proto::{
@@ -35,6 +38,9 @@ pub(crate) type Rq<'a> = Rqst<'a, CallCtxt>;
 
 /// Write chunks per Call we handle (more is answered with ERR_CHUNK).
 pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
+
+/// Read chunks per Call we handle (more is answered with ERR_CHUNK).
+pub(crate) const MAX_READ_CHUNKS: usize = 8;
 
 /// One RPC's transport state.
 ///
@@ -60,8 +66,19 @@ pub(crate) struct CallCtxt {
     pub(crate) mrs: KVec<u16>,
     /// The Reply's pages, taken from nfsd while its Writes are in flight.
     pub(crate) pages: KVec<*mut bindings::page>,
+    /// The Call's pages while its RDMA Reads are in flight and until an
+    /// nfsd thread picks the Call up (`rw::post_reads`).
+    pub(crate) arg_pages: KVec<*mut bindings::page>,
+    /// The Call's length, once its Reads complete.
+    pub(crate) call_len: usize,
+    /// Where the Call's Read chunks start (for the mutant that corrupts
+    /// them), and how many there are.
+    pub(crate) read_dst: [usize; MAX_READ_CHUNKS],
+    pub(crate) nread: usize,
     /// Completion of the Reply's work requests (`sq::post_reply`).
     pub(crate) cqe: UnsafeCell<bindings::ib_cqe>,
+    /// Completion of the Call's Read chain (`rw::post_reads`).
+    pub(crate) read_cqe: UnsafeCell<bindings::ib_cqe>,
     /// The connection whose pool the context belongs to.
     pub(crate) conn: *const Connection,
     /// Completions of the posted Reply still to come.
@@ -121,8 +138,15 @@ impl CallCtxt {
             maps: unsafe { DmaMaps::new(dev) },
             mrs: KVec::new(),
             pages: KVec::new(),
+            arg_pages: KVec::new(),
+            call_len: 0,
+            read_dst: [0; MAX_READ_CHUNKS],
+            nread: 0,
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(reply_done),
+            }),
+            read_cqe: UnsafeCell::new(bindings::ib_cqe {
+                done: Some(read_done),
             }),
             conn,
             remaining: Atomic::new(0),
@@ -141,13 +165,16 @@ impl CallCtxt {
         self.chain.clear();
         self.maps.unmap_all();
         self.put_pages();
+        self.call_len = 0;
+        self.nread = 0;
     }
 
-    /// Gives back the Reply pages the context holds.
+    /// Gives back the Reply and Call pages the context holds.
     fn put_pages(&mut self) {
-        while let Some(page) = self.pages.pop() {
+        while let Some(page) = self.pages.pop().or_else(|| self.arg_pages.pop()) {
             // The device is done with the page: its mapping was undone first.
-            // SAFETY: the entry carries the reference `take_reply_pages` moved.
+            // SAFETY: the entry carries the reference `take_reply_pages` or
+            // `take_arg_pages` moved.
             unsafe { bindings::svcrdma_rs_put_page(page) };
         }
     }

@@ -15,10 +15,10 @@
 use kernel::prelude::*;
 
 use super::{
-    connection::Connection,
-    ctxt::{CallCtxt, Rq},
+    connection::{Connection, Work},
+    ctxt::{CallCtxt, Rq, MAX_READ_CHUNKS},
     rw, sendto,
-    sq::post_reply,
+    sq::{post_reads, post_reply},
 };
 use crate::{
     bindings,
@@ -29,9 +29,6 @@ use crate::{
         rpcrdma::header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
     },
 };
-
-/// Read chunks (distinct positions) per Call we place, at most.
-const MAX_READ_CHUNKS: usize = 8;
 
 /// What we accept in a Call's transport header.
 pub(super) const LIMITS: Limits = Limits {
@@ -62,24 +59,37 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     }
     // Counted before other threads are let in (`Connection::recv_cap`).
     let _in_recv = conn.enter_recv();
-    let next = conn.next_received();
+    let next = conn.next_work();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
-    let (Some(index), Some(_)) = (next, conn.res()) else {
-        return 0;
+    let index = match next {
+        None => return 0,
+        Some(Work::ReadsDone(ctxt)) => return finish_reads(conn, rq, ctxt),
+        Some(Work::Received(index)) => index,
     };
+    if conn.res().is_none() {
+        return 0;
+    }
     let Some(mut ctxt) = conn.ctxt_get(false) else {
         answer_busy(conn, index);
         return 0;
     };
     let got = receive(conn, rq, &mut ctxt, index);
     match got {
-        Ok(len) => {
+        Ok(Next::Call(len)) => {
             // The request holds it until `xpo_release_ctxt`, or the Reply.
             if let Some(old) = rq.set_ctxt(ctxt) {
                 conn.ctxt_put(old);
             }
             len
+        }
+        // The context goes with the Reads, with the Call's pages; their
+        // last completion queues the Call, and the next thread in here
+        // picks it up (`finish_reads`). A failed post closes the
+        // connection (`post_reads`).
+        Ok(Next::Reads) => {
+            let _ = post_reads(conn, ctxt);
+            0
         }
         // The context goes with the answer, as with a Reply: its completion
         // gives it back, and this thread takes the next message at once. A
@@ -138,6 +148,62 @@ fn answer_busy(conn: &Connection, index: u16) {
     }
 }
 
+/// A Call whose RDMA Reads completed, picked up by this thread: its pages
+/// go into `rq`, and the Call to nfsd. Returns its length (0: none).
+fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) -> usize {
+    if rq.install_arg_pages(&mut ctxt.arg_pages).is_err() {
+        conn.ctxt_put(ctxt);
+        return 0;
+    }
+    // Mutant corrupt_read_sink: one byte of each Read chunk's sink flipped after the Read.
+    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
+    for &dst in ctxt.read_dst.iter().take(ctxt.nread) {
+        let _ = rq.arg_flip(dst);
+    }
+    match finish_call(conn, rq, ctxt.call_len) {
+        Ok(len) => {
+            if let Some(old) = rq.set_ctxt(ctxt) {
+                conn.ctxt_put(old);
+            }
+            len
+        }
+        Err(_) => {
+            conn.ctxt_put(ctxt);
+            0
+        }
+    }
+}
+
+/// Declares the Call of `len` bytes in `rq`'s argument buffer assembled,
+/// after checking it is an RPC Call.
+fn finish_call(
+    conn: &Connection,
+    rq: &mut Rq<'_>,
+    len: usize,
+) -> core::result::Result<usize, NoCall> {
+    rq.set_arg_len(len);
+    // RPC direction (word 1): 0 is a Call. A Reply would be for a
+    // backchannel, which this transport offers only when built with it
+    // (and then took it above).
+    if rq.arg_head().get(4..8) != Some(&[0, 0, 0, 0][..]) {
+        pr_warn_ratelimited!(
+            "connection {}: dropping a message that is not an RPC Call\n",
+            conn.id
+        );
+        return Err(NoCall::Dropped);
+    }
+    rq.complete_receive(conn.xprt());
+    Ok(len)
+}
+
+/// What a received message gave.
+enum Next {
+    /// A Call of this length, assembled.
+    Call(usize),
+    /// A Call whose RDMA Reads are prepared in the context, to post.
+    Reads,
+}
+
 /// Why a received message gave nfsd no Call.
 enum NoCall {
     /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
@@ -167,7 +233,7 @@ fn receive(
     rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
     index: u16,
-) -> core::result::Result<usize, NoCall> {
+) -> core::result::Result<Next, NoCall> {
     let res = conn.res().ok_or(ENOTCONN)?;
     let repost = |conn: &Connection| {
         if res.recv.post(&res.qp, index).is_err() {
@@ -317,7 +383,7 @@ fn receive(
                 *slot = Some((c.segments, dst as usize));
             }
         }
-        if let Err(e) = rw::read_chunks(conn, rq, ctxt, &work) {
+        if let Err(e) = rw::prepare_reads(conn, rq, ctxt, &work, total as usize) {
             pr_warn_ratelimited!(
                 "connection {}: RDMA Read of a Call failed: error {}, closing\n",
                 conn.id,
@@ -326,26 +392,9 @@ fn receive(
             conn.close();
             return Err(NoCall::Dropped);
         }
-        // Mutant corrupt_read_sink: one byte of each Read chunk's sink flipped after the Read.
-        #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-        for &(_, dst) in work.iter().flatten() {
-            let _ = rq.arg_flip(dst);
-        }
+        return Ok(Next::Reads);
     }
-
-    rq.set_arg_len(total as usize);
-    // RPC direction (word 1): 0 is a Call. A Reply would be for a
-    // backchannel, which this transport offers only when built with it
-    // (and then took it above).
-    if rq.arg_head().get(4..8) != Some(&[0, 0, 0, 0][..]) {
-        pr_warn_ratelimited!(
-            "connection {}: dropping a message that is not an RPC Call\n",
-            conn.id
-        );
-        return Err(NoCall::Dropped);
-    }
-    rq.complete_receive(conn.xprt());
-    Ok(total as usize)
+    finish_call(conn, rq, total as usize).map(Next::Call)
 }
 
 /// Answers a Call whose chunks cannot be placed, or need more than the
@@ -358,7 +407,7 @@ fn reject(
     why: &str,
     (need, have): (usize, usize),
     repost: impl Fn(&Connection),
-) -> core::result::Result<usize, NoCall> {
+) -> core::result::Result<Next, NoCall> {
     repost(conn);
     if need == 0 {
         pr_warn_ratelimited!(

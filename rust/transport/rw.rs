@@ -19,10 +19,11 @@
 
 use kernel::prelude::*;
 
+use kernel::sync::atomic::ordering::Acquire;
+
 use super::{
     connection::Connection,
     ctxt::{CallCtxt, Rq},
-    sq::post_and_wait,
 };
 use crate::{
     bindings,
@@ -191,35 +192,68 @@ fn build_reads(
     Ok(())
 }
 
-/// Pulls every Read chunk of a Call into the argument buffer: `chunks`
-/// gives, per chunk, its segments and destination offset. The caller
-/// checked the Call against [`budget`]. On failure the connection is
-/// closing and the Call's MRs are retired ([`retire_mrs`]).
-pub(super) fn read_chunks(
+/// Prepares the RDMA Reads of every Read chunk of a Call into its argument
+/// buffer: `chunks` gives, per chunk, its segments and destination offset;
+/// the Call is `call_len` bytes long once they are in. The caller checked
+/// the Call against [`budget`]. On success `ctxt` holds the Read chain,
+/// the MRs and mappings it uses, and the Call's argument pages, taken from
+/// `rq` (for [`super::sq::post_reads`]); on failure the connection is
+/// closing, and the Call's MRs are retired ([`retire_mrs`]).
+pub(super) fn prepare_reads(
     conn: &Connection,
-    rq: &Rq<'_>,
+    rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
+    call_len: usize,
 ) -> Result {
     ctxt.chain.clear();
-    let read = post_reads(conn, rq, ctxt, chunks);
-    // The sink pages must be unmapped (and so synced for the CPU) before
-    // nfsd reads them; the FRMR sinks are unmapped by `release_mrs`.
-    ctxt.maps.unmap_all();
-    match read {
-        Ok(()) => {
-            release_mrs(conn, ctxt);
-            Ok(())
-        }
-        Err(e) => {
-            retire_mrs(conn, ctxt);
-            Err(e)
-        }
+    let built = build_chain(conn, rq, ctxt, chunks).and_then(|()| {
+        // The pages the Reads fill go with the context; the Call is
+        // picked up, in them, by whichever thread comes next.
+        rq.take_arg_pages(call_len.div_ceil(PAGE_SIZE), &mut ctxt.arg_pages)
+    });
+    if let Err(e) = built {
+        ctxt.maps.unmap_all();
+        retire_mrs(conn, ctxt);
+        return Err(e);
     }
+    ctxt.call_len = call_len;
+    ctxt.nread = 0;
+    for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
+        *slot = dst;
+        ctxt.nread += 1;
+    }
+    Ok(())
 }
 
-/// Takes the Call's MRs, builds its Read chain and waits for it.
-fn post_reads(
+/// The last completion of a Call's Read chain (or its failure to post):
+/// the sink pages are unmapped (synced for the CPU) and the MRs go back to
+/// the pool, here, so that MRs never wait for an nfsd thread; then the
+/// Call waits for one ([`Connection::read_done`]). A failed chain retires
+/// its MRs ([`retire_mrs`]) and closes the connection; the Call is dropped.
+/// Runs in the CQ's work item (process context) or in the posting thread.
+pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
+    ctxt.maps.unmap_all();
+    let status = ctxt.status.load(Acquire);
+    if status == 0 {
+        release_mrs(conn, &mut ctxt);
+        conn.read_done(ctxt);
+        return;
+    }
+    if status != bindings::IB_WC_WR_FLUSH_ERR {
+        pr_warn_ratelimited!(
+            "connection {}: RDMA Read of a Call failed (status {}), closing\n",
+            conn.id,
+            status
+        );
+    }
+    retire_mrs(conn, &mut ctxt);
+    conn.close();
+    conn.ctxt_put(ctxt);
+}
+
+/// Takes the Call's MRs and builds its Read chain.
+fn build_chain(
     conn: &Connection,
     rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
@@ -247,8 +281,7 @@ fn post_reads(
     for &(chunk, dst) in chunks.iter().flatten() {
         build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
     }
-    add_invalidations(conn, ctxt)?;
-    post_and_wait(conn, &mut ctxt.chain)
+    add_invalidations(conn, ctxt)
 }
 
 /// Ends the chain with the invalidation of every MR the Reads registered,
@@ -295,7 +328,7 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
 /// longer translates through it. The QP goes to the error state first (it
 /// is the only QP of the connection's PD, so nothing can reach the MR any
 /// more even before that), and no work request that uses the MR is
-/// outstanding: `post_and_wait` waited for every completion of the chain,
+/// outstanding: the chain's last completion has come (`reads_finished`),
 /// flushed ones included, or posted nothing.
 ///
 /// The entries never go back to the free list (quarantined); the

@@ -10,12 +10,14 @@
 //! memory the chain refers to. Nothing the device may still touch is ever
 //! released early.
 //!
-//! Reads and invalidations are waited for ([`post_and_wait`]): nfsd needs
-//! their result. A Reply, or the RDMA_ERROR answering a refused Call, is
-//! not ([`post_reply`]): its context, holding the send buffer, the DMA
-//! mappings and the Reply's pages taken from nfsd, goes with the chain,
-//! and the last completion returns it to the pool, so the nfsd thread
-//! moves on to the next Call at once.
+//! No nfsd thread waits for its chains. A Reply, or the RDMA_ERROR
+//! answering a refused Call ([`post_reply`]), takes its context along:
+//! the send buffer, the DMA mappings and the Reply's pages taken from nfsd
+//! go with the chain, and the last completion returns the context to the
+//! pool. A Call's RDMA Reads ([`post_reads`]) take its context and its
+//! argument pages along too; their last completion queues the Call for
+//! the next `xpo_recvfrom` ([`super::rw::reads_finished`]). Either way the
+//! nfsd thread moves on at once.
 //!
 //! The send queue has a fixed number of slots ([`SendQueue`]). A chain
 //! reserves its slots before posting (waiting in turn while other RPCs
@@ -25,12 +27,9 @@ use core::cell::UnsafeCell;
 
 use kernel::{
     prelude::*,
-    sync::{
-        atomic::{
-            ordering::{Acquire, Full, Relaxed},
-            Atomic,
-        },
-        Completion,
+    sync::atomic::{
+        ordering::{Acquire, Full, Relaxed},
+        Atomic,
     },
 };
 
@@ -85,100 +84,6 @@ impl SendQueue {
     }
 }
 
-/// One posted chain, alive on the poster's stack until all its requests
-/// complete.
-#[pin_data]
-struct Op {
-    cqe: UnsafeCell<bindings::ib_cqe>,
-    conn: *const Connection,
-    /// Completions still to come.
-    remaining: Atomic<i32>,
-    /// The first failure's status (0: none).
-    status: Atomic<u32>,
-    #[pin]
-    done: Completion,
-}
-
-impl Op {
-    fn new(conn: *const Connection, count: i32) -> impl PinInit<Self> {
-        pin_init!(Self {
-            cqe: UnsafeCell::new(bindings::ib_cqe { done: Some(op_done) }),
-            conn,
-            remaining: Atomic::new(count),
-            status: Atomic::new(0),
-            done <- Completion::new(),
-        })
-    }
-
-    /// Accounts for `n` completions (real or, for requests never posted,
-    /// virtual); the last one wakes the poster. `self` must not be used by
-    /// the caller afterwards.
-    fn complete(&self, n: i32) {
-        if self.remaining.fetch_sub(n, Full) == n {
-            self.done.complete_all();
-        }
-    }
-}
-
-/// A request of a chain completed.
-///
-/// # Safety
-///
-/// Called by the send CQ only, for a request posted by [`post_and_wait`]
-/// (whose `Op` stays alive until its last completion).
-unsafe extern "C" fn op_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: the CQ passes a valid completion for the call's duration.
-    let wc = unsafe { &*wc };
-    // SAFETY: our requests carry the `cqe` of their live `Op`.
-    let op = unsafe {
-        &*kernel::container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<UnsafeCell<bindings::ib_cqe>>(),
-            Op,
-            cqe
-        )
-    };
-    // SAFETY: the poster holds a reference on the connection while waiting.
-    let conn = unsafe { &*op.conn };
-    note_status(conn, &op.status, wc);
-    conn.sq_release(1);
-    // Last use of `op`: the poster may return once the count reaches zero.
-    op.complete(1);
-}
-
-/// Posts `chain` on `conn` and sleeps until every request has completed.
-/// Fails if the connection is closing, if posting failed, or if any request
-/// did not succeed (the connection is then closed).
-pub(crate) fn post_and_wait(conn: &Connection, chain: &mut Chain) -> Result {
-    if chain.is_empty() {
-        return Ok(());
-    }
-    let res = conn.res().ok_or(ENOTCONN)?;
-    let n = u32::try_from(chain.len()).map_err(|_| EMSGSIZE)?;
-    let count = i32::try_from(n).map_err(|_| EMSGSIZE)?;
-    conn.sq_reserve(n)?;
-    pin_init::stack_pin_init!(let op = Op::new(conn, count));
-    let head = chain.link(op.cqe.get());
-    let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // SAFETY: the chain is fully linked and stays put until this returns; every request's memory is mapped for the device and stays so until the wait below; `op` outlives every completion (we wait for all).
-    let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
-    if rc != 0 {
-        let unposted = post_failed(conn, chain, bad, rc);
-        op.complete(unposted as i32);
-    }
-    op.done.wait_for_completion();
-    let status = op.status.load(Acquire);
-    if rc != 0 {
-        return Err(Error::from_errno(rc));
-    }
-    if status != 0 {
-        conn.close();
-        return Err(EIO);
-    }
-    Ok(())
-}
-
 /// After posting `chain` failed with `rc` (`bad`: the first request not
 /// posted, if the provider named one): gives back the send-queue slots of
 /// the requests that will never complete, and closes the connection (which
@@ -225,27 +130,62 @@ fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
     }
 }
 
+/// What a chain posted with its context is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owned {
+    /// A Reply (or RDMA_ERROR): its last completion returns the context.
+    Reply,
+    /// A Call's RDMA Reads: its last completion queues the Call.
+    Reads,
+}
+
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
 /// without waiting. The context goes with the chain: its last completion
 /// returns it to `conn`'s pool, releasing the mappings and the Reply pages
 /// it holds. The context is returned on every failure too; a failed post
 /// also closes the connection (the caller closes it on the others).
-pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result {
+pub(crate) fn post_reply(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
+    post_owned(conn, ctxt, Owned::Reply)
+}
+
+/// Posts the Read chain built in `ctxt` for its Call and returns without
+/// waiting. The context (with the Call's argument pages) goes with the
+/// chain; its last completion hands it to [`super::rw::reads_finished`],
+/// also when posting fails (which closes the connection), or when nothing
+/// could be posted.
+pub(crate) fn post_reads(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
+    post_owned(conn, ctxt, Owned::Reads)
+}
+
+/// The context's chain did not go out at all: it ends here.
+fn not_posted(conn: &Connection, ctxt: KBox<CallCtxt>, kind: Owned, status: u32) {
+    match kind {
+        Owned::Reply => conn.ctxt_put(ctxt),
+        Owned::Reads => {
+            ctxt.status.store(status, Relaxed);
+            super::rw::reads_finished(conn, ctxt);
+        }
+    }
+}
+
+fn post_owned(conn: &Connection, mut ctxt: KBox<CallCtxt>, kind: Owned) -> Result {
+    // Any status but success: the Reads failed.
+    const NOT_POSTED: u32 = bindings::IB_WC_GENERAL_ERR;
     let Some(res) = conn.res() else {
-        conn.ctxt_put(ctxt);
+        not_posted(conn, ctxt, kind, NOT_POSTED);
         return Err(ENOTCONN);
     };
     let n = ctxt.chain.len();
     let (Ok(n), Ok(count)) = (u32::try_from(n), i32::try_from(n)) else {
-        conn.ctxt_put(ctxt);
+        not_posted(conn, ctxt, kind, NOT_POSTED);
         return Err(EMSGSIZE);
     };
     if count == 0 {
-        conn.ctxt_put(ctxt);
+        not_posted(conn, ctxt, kind, 0);
         return Ok(());
     }
     if let Err(e) = conn.sq_reserve(n) {
-        conn.ctxt_put(ctxt);
+        not_posted(conn, ctxt, kind, NOT_POSTED);
         return Err(e);
     }
     // One count more than the requests: this thread's hold, so the
@@ -253,7 +193,10 @@ pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result 
     // overflow: `n` fit in the send queue).
     ctxt.remaining.store(count + 1, Relaxed);
     ctxt.status.store(0, Relaxed);
-    let cqe = ctxt.cqe.get();
+    let cqe = match kind {
+        Owned::Reply => ctxt.cqe.get(),
+        Owned::Reads => ctxt.read_cqe.get(),
+    };
     let head = ctxt.chain.link(cqe);
     let raw = KBox::into_raw(ctxt);
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
@@ -267,24 +210,29 @@ pub(crate) fn post_reply(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result 
         // SAFETY: so this is the only reference to the chain.
         let chain = unsafe { &mut (*raw).chain };
         release += post_failed(conn, chain, bad, rc) as i32;
+        // Not all went out: the Call's Reads failed.
+        // SAFETY: our hold keeps the context alive; only its atomics are
+        // shared with the completions.
+        let _ = unsafe { &(*raw).status }.cmpxchg(0, NOT_POSTED, Full);
     }
     // SAFETY: `raw` came from `KBox::into_raw` above; `release` is our hold
     // plus the requests that were never posted, all counted in `remaining`.
-    unsafe { reply_completed(conn, raw, release) };
+    unsafe { owned_completed(conn, raw, release, kind) };
     if rc != 0 {
         return Err(Error::from_errno(rc));
     }
     Ok(())
 }
 
-/// Accounts for `n` completions of the Reply posted with context `raw`;
-/// the last one returns the context to `conn`'s pool.
+/// Accounts for `n` completions of the chain posted with context `raw`;
+/// the last one returns the context to `conn`'s pool (a Reply) or queues
+/// its Call (Reads).
 ///
 /// # Safety
 ///
-/// `raw` must be a context given to [`post_reply`] whose `remaining` counts
-/// at least `n` completions not yet accounted for.
-unsafe fn reply_completed(conn: &Connection, raw: *mut CallCtxt, n: i32) {
+/// `raw` must be a context given to [`post_owned`] for `kind` whose
+/// `remaining` counts at least `n` completions not yet accounted for.
+unsafe fn owned_completed(conn: &Connection, raw: *mut CallCtxt, n: i32, kind: Owned) {
     // SAFETY: live until the count reaches zero (function contract); only
     // the counter is borrowed.
     let remaining = unsafe { &(*raw).remaining };
@@ -292,8 +240,12 @@ unsafe fn reply_completed(conn: &Connection, raw: *mut CallCtxt, n: i32) {
         return;
     }
     // SAFETY: the last completion: nothing else refers to the context any
-    // more, and it came from `KBox::into_raw` in `post_reply`.
+    // more, and it came from `KBox::into_raw` in `post_owned`.
     let ctxt = unsafe { KBox::from_raw(raw) };
+    if kind == Owned::Reads {
+        super::rw::reads_finished(conn, ctxt);
+        return;
+    }
     let status = ctxt.status.load(Acquire);
     // A flush means the connection is already going down.
     if status != 0 && status != bindings::IB_WC_WR_FLUSH_ERR {
@@ -329,5 +281,34 @@ pub(crate) unsafe extern "C" fn reply_done(_cq: *mut bindings::ib_cq, wc: *mut b
     note_status(conn, unsafe { &(*raw).status }, wc);
     conn.sq_release(1);
     // SAFETY: this completion is one `remaining` counts.
-    unsafe { reply_completed(conn, raw, 1) };
+    unsafe { owned_completed(conn, raw, 1, Owned::Reply) };
+}
+
+/// A request of a Call's Read chain completed.
+///
+/// # Safety
+///
+/// Called by the send CQ only, for a request posted by [`post_reads`],
+/// whose context lives until its last completion.
+pub(crate) unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the CQ passes a valid completion for the call's duration.
+    let wc = unsafe { &*wc };
+    // SAFETY: Read requests carry the `read_cqe` of their live context.
+    let raw = unsafe {
+        kernel::container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<UnsafeCell<bindings::ib_cqe>>(),
+            CallCtxt,
+            read_cqe
+        )
+    };
+    // SAFETY: the context is live (this completion is not counted yet); a
+    // context's connection outlives it (as in `reply_done`).
+    let conn = unsafe { &*(*raw).conn };
+    // SAFETY: as above; only the status field is borrowed.
+    note_status(conn, unsafe { &(*raw).status }, wc);
+    conn.sq_release(1);
+    // SAFETY: this completion is one `remaining` counts.
+    unsafe { owned_completed(conn, raw, 1, Owned::Reads) };
 }

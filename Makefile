@@ -9,7 +9,7 @@
 #   make demo       boot a VM, serve an NFS mount over RDMA with the module
 #   make kernel     build (or reuse) the cached test kernel
 #   make host-test  cargo test / fmt / clippy of rust/proto, rustfmt of the rest
-#   make bench      svcrdma_rs vs the C svcrdma in one VM run (scripts/bench):
+#   make bench      svcrdma_rs vs the C svcrdma, one VM run per soft device (scripts/bench):
 #                   tables in results/bench-<time>/ (results/latest)
 #   make bench-proto   host micro-benchmarks of the rust/proto codecs
 #   make vm-test    the VM test suite (needs the module built)

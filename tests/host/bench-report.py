@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Host test of scripts/bench-report's statistics (no VM).
+
+- Student's t quantiles against table values;
+- a synthetic run where svcrdma_rs is 10% faster than C with 2% noise:
+  the interval holds 1.10, the A/A arms pass, the IOPS goal is met;
+- the same run with the C A/A arm 20% off: declared too noisy, no goal
+  judged met;
+- a run without A/A arms: unchecked;
+- a busy host: too noisy.
+"""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+script = os.path.join(here, "..", "..", "scripts", "bench-report")
+loader = importlib.machinery.SourceFileLoader("bench_report", script)
+spec = importlib.util.spec_from_loader("bench_report", loader)
+br = importlib.util.module_from_spec(spec)
+loader.exec_module(br)
+
+bad = 0
+
+
+def check(cond, what):
+    global bad
+    print(("ok: " if cond else "WRONG: ") + what)
+    if not cond:
+        bad = 1
+
+
+for p, df, want in ((0.975, 1, 12.7062), (0.975, 4, 2.7764), (0.975, 9, 2.2622),
+                    (0.995, 29, 2.7564), (0.975, 1000, 1.9623)):
+    got = br.t_quantile(p, df)
+    check(abs(got - want) < 1e-3, f"t_quantile({p}, {df}) = {got:.4f} (table {want})")
+
+
+def fio_rec(rnd, server, vers, job, thr, p99, ticks):
+    unit, side = br.JOBS[job][1], br.JOBS[job][2]
+    secs = 8
+    if unit == "MB/s":
+        bw, iops = thr * 1e6, thr
+    else:
+        bw, iops = thr * 4096, thr
+    moved = bw * secs
+    s = {"io_bytes": moved, "bw_bytes": bw, "iops": iops,
+         "clat_ns": {"percentile": {"50.000000": p99 * 400, "99.000000": p99 * 1000}}}
+    z = {"io_bytes": 0, "bw_bytes": 0, "iops": 0, "clat_ns": {"percentile": {}}}
+    j = {"read": s if side == "read" else z, "write": s if side == "write" else z}
+    return {"kind": "fio", "round": rnd, "server": server, "vers": vers, "job": job,
+            "memreg": "frmr" if server.startswith("rs") else "-",
+            "cpu_busy_ticks": ticks, "nfsd_ticks": ticks // 4, "worker_ticks": ticks // 2,
+            "fio": {"jobs": [j]}}
+
+
+def synth(path, speed, aa_c=1.0, servers=("c", "c_aa", "rs_auto", "rs_aa"), seed=1):
+    rng = random.Random(seed)
+    lines = ["BENCH " + json.dumps({"kind": "meta", "device": "rxe", "rounds": 10, "hz": 100,
+                                    "runtime_s": 8, "cpus": 2, "mem_kb": 3 << 20,
+                                    "nfsd_threads": 8})]
+    for rnd in range(1, 11):
+        drift = rng.uniform(0.8, 1.2)  # round-to-round drift: paired ratios cancel it
+        for job in br.JOBS:
+            for vers in ("3", "4.2"):
+                for s in servers:
+                    f = {"c": 1.0, "c_aa": aa_c, "rs_auto": speed, "rs_aa": speed}[s]
+                    noise = rng.uniform(0.98, 1.02)
+                    thr = 1000 * drift * f * noise
+                    lines.append("BENCH " + json.dumps(fio_rec(
+                        rnd, s, vers, job, thr, 100 / (f * noise), int(800 / (f * noise)))))
+    for s, kb in (("c", 400), ("rs_auto", 300)):
+        for r in (1, 2, 3):
+            lines.append("BENCH " + json.dumps({"kind": "mem", "round": r, "server": s,
+                                                "conns": 7, "slab_kb": kb * 7, "used_kb": kb * 7}))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def run(logs, host=None):
+    d = tempfile.mkdtemp()
+    args = [sys.executable, script, "--md", f"{d}/r.md", "--json", f"{d}/r.json"]
+    if host is not None:
+        with open(f"{d}/host.log", "w") as f:
+            f.write("".join(f"00:00:{i:02d} {host}\n" for i in range(10)))
+        args += ["--host", f"{d}/host.log"]
+    out = subprocess.run(args + logs, capture_output=True, text=True)
+    if out.returncode != 0:
+        print(out.stderr)
+        return None
+    return json.load(open(f"{d}/r.json"))
+
+
+with tempfile.TemporaryDirectory() as d:
+    synth(f"{d}/good.log", 1.10)
+    r = run([f"{d}/good.log"], host=2)
+    check(r is not None and not r["verdicts"], f"a clean run has no verdict against it: {r and r['verdicts']}")
+    g = {x["what"]: x for x in r["goals"]}
+    rr = g["rand_read v3 IOPS"]
+    check(rr["lo"] < 1.10 < rr["hi"] and rr["met"] is True,
+          f"rand_read v3: ratio {rr['ratio']:.3f} [{rr['lo']:.3f}, {rr['hi']:.3f}] holds 1.10, met")
+    check(g["seq_read v3 MB/s"]["met"] is True, "seq_read v3 >= 1.05 met")
+    check(g["rand_read v3 guest CPU/MB"]["met"] is True, "CPU/MB 1/1.1 <= 0.9 met")
+    check(g["memory per idle connection (kB, both ends)"]["met"] is True, "memory 300 <= 400 met")
+
+    synth(f"{d}/slow.log", 0.97)
+    r = run([f"{d}/slow.log"])
+    g = {x["what"]: x for x in r["goals"]}
+    check(g["rand_read v3 IOPS"]["met"] is False, "a 3% slower module misses the IOPS goal")
+
+    synth(f"{d}/noisy.log", 1.10, aa_c=0.8)
+    r = run([f"{d}/noisy.log"])
+    check(any("TOO NOISY" in v for v in r["verdicts"]), f"C A/A off by 20%: too noisy ({r['verdicts']})")
+    check(all(x["met"] is not True for x in r["goals"]), "too noisy: no goal judged met")
+
+    synth(f"{d}/noaa.log", 1.10, servers=("c", "rs_auto"))
+    r = run([f"{d}/noaa.log"])
+    check(any("UNCHECKED" in v for v in r["verdicts"]), "no A/A arms: unchecked")
+
+    r = run([f"{d}/good.log"], host=40)
+    check(any("busy" in v for v in r["verdicts"]), "a busy host: too noisy")
+    check(all(x["met"] is not True for x in r["goals"]), "busy host: no goal judged met")
+
+    # Twenty clean runs: the family-wise A/A check calls none noisy.
+    calls = 0
+    for seed in range(20):
+        synth(f"{d}/s.log", 1.0, seed=seed + 100)
+        r = run([f"{d}/s.log"])
+        calls += any("TOO NOISY" in v for v in r["verdicts"])
+    check(calls <= 2, f"clean runs called noisy: {calls} of 20")
+sys.exit(bad)

@@ -168,17 +168,40 @@ impl Chain {
         self.push(Wr::Plain(wr), sges)
     }
 
-    /// Links the chain for posting: every request signaled, completing to
-    /// `cqe`. Returns its head (null if empty). The chain must not change
-    /// until the post call returns.
-    pub(crate) fn link(&mut self, cqe: *mut bindings::ib_cqe) -> *mut bindings::ib_send_wr {
+    /// A zero-length RDMA Write, posted signaled after requests that were
+    /// not (a failed post left them without their signaled last one) on a
+    /// QP in the error state: its flush completion comes after theirs, as
+    /// `ib_drain_sq` relies on. Nothing is written: the QP executes nothing
+    /// any more.
+    pub(crate) fn flush_marker(&mut self) -> Result {
+        self.rdma(bindings::IB_WR_RDMA_WRITE, 0, 0, &[], 0)
+    }
+
+    /// Links the chain for posting: only the last request signaled,
+    /// completing to `cqe` (send queue requests complete in order, so its
+    /// completion says the device is done with the whole chain). The others
+    /// carry `err_cqe`: they complete only if they fail or are flushed
+    /// (devices differ on the latter), always before the last one. Returns
+    /// the chain's head (null if empty). The chain must not change until
+    /// the post call returns.
+    pub(crate) fn link(
+        &mut self,
+        cqe: *mut bindings::ib_cqe,
+        err_cqe: *mut bindings::ib_cqe,
+    ) -> *mut bindings::ib_send_wr {
         let sges = self.sges.as_mut_ptr();
         let mut next: *mut bindings::ib_send_wr = core::ptr::null_mut();
         for (wr, &(first, count)) in self.wrs.iter_mut().zip(self.spans.iter()).rev() {
+            let last = next.is_null();
             let b = wr.base();
             b.next = next;
-            b.__bindgen_anon_1.wr_cqe = cqe;
-            b.send_flags |= bindings::IB_SEND_SIGNALED;
+            if last {
+                b.__bindgen_anon_1.wr_cqe = cqe;
+                b.send_flags |= bindings::IB_SEND_SIGNALED;
+            } else {
+                b.__bindgen_anon_1.wr_cqe = err_cqe;
+                b.send_flags &= !bindings::IB_SEND_SIGNALED;
+            }
             b.num_sge = count as i32;
             b.sg_list = if count == 0 {
                 core::ptr::null_mut()

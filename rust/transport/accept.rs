@@ -385,8 +385,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
         // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which destroys the QP first; or, on a failure, the QP goes first); `conn` outlives both.
         let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
         let (qp, got) = qp?;
-        // Every request a chain posts is signaled: the send queue's slots,
-        // less the one the drain at teardown needs, are what chains hold.
+        // A chain holds a slot per request until its last completion: the
+        // send queue's slots, less the one the drain at teardown needs, are
+        // what chains hold.
         let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
         // Contexts: the Calls in progress and the Replies in flight, which
         // hold theirs until their Send completes. A client within its

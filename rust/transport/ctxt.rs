@@ -21,7 +21,7 @@ use kernel::{prelude::*, sync::atomic::Atomic};
 
 use super::{
     connection::Connection,
-    sq::{read_done, reply_done},
+    sq::{read_done, reply_done, unsignaled_done},
 };
 use crate::{
     bindings,
@@ -79,10 +79,16 @@ pub(crate) struct CallCtxt {
     pub(crate) cqe: UnsafeCell<bindings::ib_cqe>,
     /// Completion of the Call's Read chain (`rw::post_reads`).
     pub(crate) read_cqe: UnsafeCell<bindings::ib_cqe>,
+    /// Completion of a chain's unsignaled requests, which come only when
+    /// they fail or are flushed (`sq::unsignaled_done`).
+    pub(crate) err_cqe: UnsafeCell<bindings::ib_cqe>,
     /// The connection whose pool the context belongs to.
     pub(crate) conn: *const Connection,
-    /// Completions of the posted Reply still to come.
+    /// Completions of the posted chain still to come (and the poster's
+    /// hold).
     pub(crate) remaining: Atomic<i32>,
+    /// Send-queue slots the posted chain holds until its last completion.
+    pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
     pub(crate) status: Atomic<u32>,
     dev: *mut bindings::ib_device,
@@ -148,8 +154,12 @@ impl CallCtxt {
             read_cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(read_done),
             }),
+            err_cqe: UnsafeCell::new(bindings::ib_cqe {
+                done: Some(unsignaled_done),
+            }),
             conn,
             remaining: Atomic::new(0),
+            sq_held: 0,
             status: Atomic::new(0),
             dev: dev.as_ptr(),
         };

@@ -4,11 +4,15 @@
 //!
 //! Every data-path operation (RDMA Reads for a Call, RDMA Writes and the
 //! Send of a Reply, invalidations) is one chain posted by the nfsd thread
-//! working on that RPC. Every request is signaled, so each produces exactly
-//! one completion, whether it succeeds, fails or is flushed when the QP goes
-//! down: the count of completions tells when the device is done with the
-//! memory the chain refers to. Nothing the device may still touch is ever
-//! released early.
+//! working on that RPC. Only its last request is signaled: send-queue
+//! requests complete in order, so that one completion, whether it succeeds,
+//! fails or is flushed when the QP goes down, tells when the device is done
+//! with the memory the whole chain refers to (a 1 MiB READ's Reply: one
+//! completion, not 33). The unsignaled requests complete only when they
+//! fail or are flushed, to a handler that notes their status
+//! ([`unsignaled_done`]). Nothing the device may still touch is ever
+//! released early: when a post fails partway, a signaled marker follows
+//! the posted requests on the QP, by then in the error state.
 //!
 //! No nfsd thread waits for its chains. A Reply, or the RDMA_ERROR
 //! answering a refused Call ([`post_reply`]), takes its context along:
@@ -21,7 +25,7 @@
 //!
 //! The send queue has a fixed number of slots ([`SendQueue`]). A chain
 //! reserves its slots before posting (waiting in turn while other RPCs
-//! hold them); each completion gives one back.
+//! hold them) and gives them back with its last completion.
 
 use core::cell::UnsafeCell;
 
@@ -85,15 +89,15 @@ impl SendQueue {
 }
 
 /// After posting `chain` failed with `rc` (`bad`: the first request not
-/// posted, if the provider named one): gives back the send-queue slots of
-/// the requests that will never complete, and closes the connection (which
-/// flushes the posted ones). Returns how many were not posted.
+/// posted, if the provider named one): closes the connection (the QP goes
+/// to the error state, which flushes the posted ones). Returns how many
+/// were posted.
 fn post_failed(
     conn: &Connection,
     chain: &mut Chain,
     bad: *const bindings::ib_send_wr,
     rc: c_int,
-) -> u32 {
+) -> usize {
     let n = chain.len();
     // Without `bad` (siw queues the whole chain and then fails to start
     // sending), or with one not in the chain, all are taken as posted.
@@ -102,8 +106,6 @@ fn post_failed(
     } else {
         chain.position(bad).unwrap_or(n)
     };
-    let unposted = u32::try_from(n - posted).unwrap_or(0);
-    conn.sq_release(unposted);
     pr_warn_ratelimited!(
         "connection {}: posting {} work requests failed: error {}, closing\n",
         conn.id,
@@ -111,7 +113,7 @@ fn post_failed(
         rc
     );
     conn.close();
-    unposted
+    posted
 }
 
 /// Notes a failed completion of `conn` in `status` (the first one wins),
@@ -188,16 +190,18 @@ fn post_owned(conn: &Connection, mut ctxt: KBox<CallCtxt>, kind: Owned) -> Resul
         not_posted(conn, ctxt, kind, NOT_POSTED);
         return Err(e);
     }
-    // One count more than the requests: this thread's hold, so the
-    // context outlives the post call whatever completes meanwhile (no
-    // overflow: `n` fit in the send queue).
-    ctxt.remaining.store(count + 1, Relaxed);
+    // Only the last request is signaled (`Chain::link`): its completion,
+    // and this thread's hold, so the context outlives the post call
+    // whatever completes meanwhile. The slots go back with the last count.
+    ctxt.remaining.store(2, Relaxed);
+    ctxt.sq_held = n;
     ctxt.status.store(0, Relaxed);
     let cqe = match kind {
         Owned::Reply => ctxt.cqe.get(),
         Owned::Reads => ctxt.read_cqe.get(),
     };
-    let head = ctxt.chain.link(cqe);
+    let err_cqe = ctxt.err_cqe.get();
+    let head = ctxt.chain.link(cqe, err_cqe);
     let raw = KBox::into_raw(ctxt);
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
     // The context, holding the linked chain and the mappings, stays alive
@@ -206,17 +210,52 @@ fn post_owned(conn: &Connection, mut ctxt: KBox<CallCtxt>, kind: Owned) -> Resul
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
     let mut release = 1;
     if rc != 0 {
-        // Our hold keeps the context alive; completions never touch its chain.
-        // SAFETY: so this is the only reference to the chain.
-        let chain = unsafe { &mut (*raw).chain };
-        release += post_failed(conn, chain, bad, rc) as i32;
+        // Our hold keeps the context alive; completions never touch its
+        // chain or `sq_held`.
+        // SAFETY: so this is the only reference to them.
+        let (chain, held) = unsafe { (&mut (*raw).chain, &mut (*raw).sq_held) };
+        let posted = post_failed(conn, chain, bad, rc);
         // Not all went out: the Call's Reads failed.
         // SAFETY: our hold keeps the context alive; only its atomics are
         // shared with the completions.
         let _ = unsafe { &(*raw).status }.cmpxchg(0, NOT_POSTED, Full);
+        if posted == 0 {
+            // Nothing went out: no completion will come.
+            conn.sq_release(*held);
+            *held = 0;
+            release += 1;
+        } else if posted < n as usize {
+            // The posted ones are unsignaled: a signaled marker behind
+            // them (in the slot of the first one not posted) completes
+            // once they are flushed. The rest of the slots go back now.
+            let unposted = n - posted as u32;
+            conn.sq_release(unposted - 1);
+            *held -= unposted - 1;
+            chain.clear();
+            let marked = chain.flush_marker().is_ok() && {
+                let head = chain.link(cqe, err_cqe);
+                let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+                // SAFETY: as the first post; the QP is in the error state, so
+                // the marker is flushed once the posted requests are.
+                unsafe {
+                    bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) == 0
+                }
+            };
+            if !marked {
+                // Nothing tells when the device is done with the posted
+                // requests' memory: the context is never freed (a leak, not
+                // a use after free); the connection is closing.
+                pr_warn_ratelimited!(
+                    "connection {}: cannot fence a failed post; its context is leaked\n",
+                    conn.id
+                );
+                return Err(Error::from_errno(rc));
+            }
+        }
     }
     // SAFETY: `raw` came from `KBox::into_raw` above; `release` is our hold
-    // plus the requests that were never posted, all counted in `remaining`.
+    // (plus the signaled request when none was posted), all counted in
+    // `remaining`.
     unsafe { owned_completed(conn, raw, release, kind) };
     if rc != 0 {
         return Err(Error::from_errno(rc));
@@ -241,7 +280,9 @@ unsafe fn owned_completed(conn: &Connection, raw: *mut CallCtxt, n: i32, kind: O
     }
     // SAFETY: the last completion: nothing else refers to the context any
     // more, and it came from `KBox::into_raw` in `post_owned`.
-    let ctxt = unsafe { KBox::from_raw(raw) };
+    let mut ctxt = unsafe { KBox::from_raw(raw) };
+    // The device is done with every request of the chain.
+    conn.sq_release(core::mem::take(&mut ctxt.sq_held));
     if kind == Owned::Reads {
         super::rw::reads_finished(conn, ctxt);
         return;
@@ -279,7 +320,6 @@ pub(crate) unsafe extern "C" fn reply_done(_cq: *mut bindings::ib_cq, wc: *mut b
     let conn = unsafe { &*(*raw).conn };
     // SAFETY: as above; only the status field is borrowed.
     note_status(conn, unsafe { &(*raw).status }, wc);
-    conn.sq_release(1);
     // SAFETY: this completion is one `remaining` counts.
     unsafe { owned_completed(conn, raw, 1, Owned::Reply) };
 }
@@ -308,7 +348,37 @@ pub(crate) unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bi
     let conn = unsafe { &*(*raw).conn };
     // SAFETY: as above; only the status field is borrowed.
     note_status(conn, unsafe { &(*raw).status }, wc);
-    conn.sq_release(1);
     // SAFETY: this completion is one `remaining` counts.
     unsafe { owned_completed(conn, raw, 1, Owned::Reads) };
+}
+
+/// An unsignaled request of a chain failed or was flushed: only its status
+/// is noted (the chain's last, signaled request completes after it).
+///
+/// # Safety
+///
+/// Called by the send CQ only, for a request posted by [`post_owned`]
+/// before the chain's signaled last one, whose context lives until that
+/// one's completion (requests complete in order).
+pub(crate) unsafe extern "C" fn unsignaled_done(
+    _cq: *mut bindings::ib_cq,
+    wc: *mut bindings::ib_wc,
+) {
+    // SAFETY: the CQ passes a valid completion for the call's duration.
+    let wc = unsafe { &*wc };
+    // SAFETY: unsignaled requests carry the `err_cqe` of their live context.
+    let raw = unsafe {
+        kernel::container_of!(
+            wc.__bindgen_anon_1
+                .wr_cqe
+                .cast::<UnsafeCell<bindings::ib_cqe>>(),
+            CallCtxt,
+            err_cqe
+        )
+    };
+    // SAFETY: the context is live (its chain's last completion is still to
+    // come); a context's connection outlives it.
+    let conn = unsafe { &*(*raw).conn };
+    // SAFETY: as above; only the status field is borrowed.
+    note_status(conn, unsafe { &(*raw).status }, wc);
 }

@@ -225,15 +225,18 @@ impl<'a, C> Rqst<'a, C> {
         }
         out.reserve(n, GFP_KERNEL)?;
         let r = self.r_mut();
+        // All or nothing: every slot holds a page (sunrpc filled them).
+        // SAFETY: `0..n` is within the argument pages (checked above).
+        if (0..n).any(|i| unsafe { *r.rq_pages.add(i) }.is_null()) {
+            return Err(EINVAL);
+        }
         for i in 0..n {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
-            if slot.is_null() {
-                return Err(EINVAL);
+            // Cannot fail: room for `n` was reserved above.
+            if out.push_within_capacity(*slot).is_ok() {
+                *slot = core::ptr::null_mut();
             }
-            // Room was reserved above.
-            out.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
-            *slot = core::ptr::null_mut();
         }
         // sunrpc refills the first `rq_pages_nfree` slots (its contract for
         // transports that keep request pages).

@@ -40,6 +40,10 @@ t_make_install_destdir() {
 	find "$d" -type f | sed "s|^$d||" | sort
 	[ -f "$d/lib/modules/$KREL/updates/svcrdma_rs.ko" ] || fail "no module in updates/"
 	cmp -s "$d/etc/modprobe.d/svcrdma_rs.conf" "$ROOT/modprobe/svcrdma_rs.conf" || fail "no modprobe.d file"
+	[ -x "$d/usr/sbin/svcrdma-stat" ] || fail "no svcrdma-stat in /usr/sbin"
+	local said
+	said=$("$d/usr/sbin/svcrdma-stat" -1 --sysfs "$d/nothing" 2>&1) && fail "svcrdma-stat succeeded without the module"
+	[[ $said == *"not loaded"* ]] || fail "the installed svcrdma-stat does not say the module is not loaded: $said"
 	grep -q '^updates/svcrdma_rs.ko:' "$d/lib/modules/$KREL/modules.dep" || fail "depmod did not list the module"
 	# modprobe in the scratch root finds it, and rpcrdma's softdep names it.
 	modprobe -d "$d" -S "$KREL" --show-depends svcrdma_rs | has 'updates/svcrdma_rs.ko' ||
@@ -49,6 +53,7 @@ t_make_install_destdir() {
 	make -C "$ROOT" --no-print-directory uninstall KDIR="$KDIR" DESTDIR="$d" || fail "make uninstall failed"
 	[ ! -e "$d/lib/modules/$KREL/updates/svcrdma_rs.ko" ] || fail "the module is still there"
 	[ ! -e "$d/etc/modprobe.d/svcrdma_rs.conf" ] || fail "the modprobe.d file is still there"
+	[ ! -e "$d/usr/sbin/svcrdma-stat" ] || fail "svcrdma-stat is still there"
 	! grep -q svcrdma_rs "$d/lib/modules/$KREL/modules.dep" || fail "modules.dep still lists it"
 }
 

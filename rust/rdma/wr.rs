@@ -16,6 +16,14 @@ enum Wr {
 }
 
 impl Wr {
+    fn base_ref(&self) -> &bindings::ib_send_wr {
+        match self {
+            Wr::Rdma(w) => &w.wr,
+            Wr::Reg(w) => &w.wr,
+            Wr::Plain(w) => w,
+        }
+    }
+
     fn base(&mut self) -> &mut bindings::ib_send_wr {
         match self {
             Wr::Rdma(w) => &mut w.wr,
@@ -23,6 +31,22 @@ impl Wr {
             Wr::Plain(w) => w,
         }
     }
+}
+
+/// What a chain holds, by kind (for the connection's counters).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Tally {
+    pub(crate) reads: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) writes: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) sends: u64,
+    pub(crate) send_bytes: u64,
+    pub(crate) regs: u64,
+    /// Local invalidations, by LOCAL_INV or by Read With Invalidate.
+    pub(crate) local_invs: u64,
+    /// Send With Invalidate.
+    pub(crate) remote_invs: u64,
 }
 
 /// A chain under construction. Its storage is kept between uses, so a
@@ -60,6 +84,45 @@ impl Chain {
     /// Work requests in the chain.
     pub(crate) fn len(&self) -> usize {
         self.wrs.len()
+    }
+
+    /// Counts the chain's requests and bytes by kind.
+    pub(crate) fn tally(&self) -> Tally {
+        let mut t = Tally::default();
+        for (wr, &(first, count)) in self.wrs.iter().zip(self.spans.iter()) {
+            let bytes: u64 = self
+                .sges
+                .get(first..first + count)
+                .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
+            match wr.base_ref().opcode {
+                bindings::IB_WR_RDMA_READ => {
+                    t.reads += 1;
+                    t.read_bytes += bytes;
+                }
+                bindings::IB_WR_RDMA_READ_WITH_INV => {
+                    t.reads += 1;
+                    t.read_bytes += bytes;
+                    t.local_invs += 1;
+                }
+                bindings::IB_WR_RDMA_WRITE => {
+                    t.writes += 1;
+                    t.write_bytes += bytes;
+                }
+                bindings::IB_WR_SEND => {
+                    t.sends += 1;
+                    t.send_bytes += bytes;
+                }
+                bindings::IB_WR_SEND_WITH_INV => {
+                    t.sends += 1;
+                    t.send_bytes += bytes;
+                    t.remote_invs += 1;
+                }
+                bindings::IB_WR_REG_MR => t.regs += 1,
+                bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
+                _ => {}
+            }
+        }
+        t
     }
 
     fn push(&mut self, wr: Wr, sges: &[bindings::ib_sge]) -> Result {

@@ -28,7 +28,7 @@ pub(crate) trait Attrs: Send + Sync + Sized + 'static {
 pub(crate) type ShowFn<T> = fn(&T, &mut dyn fmt::Write) -> fmt::Result;
 
 /// The most files a directory type may have.
-pub(crate) const MAX_FILES: usize = 16;
+pub(crate) const MAX_FILES: usize = 24;
 
 /// A directory type's attributes (see [`sysfs_ktype!`]).
 #[repr(transparent)]
@@ -176,6 +176,18 @@ unsafe impl<T: Attrs> Sync for Dir<T> {}
 impl<T: Attrs> Dir<T> {
     /// Creates directory `name` under `parent`, showing `data`.
     pub(crate) fn new(parent: &Parent, name: &CStr, data: T) -> Result<Self> {
+        Self::under(parent.kobj.as_ptr(), name, data)
+    }
+
+    /// Creates directory `name` under this one, showing `data`. Drop it
+    /// before this one.
+    pub(crate) fn child<U: Attrs>(&self, name: &CStr, data: U) -> Result<Dir<U>> {
+        // SAFETY: the node is live while we hold a reference (invariant).
+        Dir::under(unsafe { (*self.node.as_ptr()).kobj.get() }, name, data)
+    }
+
+    /// Creates directory `name` under the live kobject `parent`.
+    fn under(parent: *mut bindings::kobject, name: &CStr, data: T) -> Result<Self> {
         let node = KBox::new(
             Node {
                 kobj: Opaque::zeroed(),
@@ -185,12 +197,13 @@ impl<T: Attrs> Dir<T> {
         )?;
         let node = KBox::into_raw(node);
         // SAFETY: `node` is live; the kobject is zeroed as the API requires.
-        // `ktype` is a static of the right type; "%s" consumes one C string.
+        // `ktype` is a static of the right type; "%s" consumes one C string;
+        // `parent` is live (a `Parent`'s or a live `Dir`'s kobject).
         let ret = unsafe {
             bindings::kobject_init_and_add(
                 (*node).kobj.get(),
                 (&raw const T::ktype().ktype).cast_mut(),
-                parent.kobj.as_ptr(),
+                parent,
                 c"%s".as_char_ptr(),
                 name.as_char_ptr(),
             )

@@ -288,6 +288,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
     // The context goes with the Send and returns to the pool when it
     // completes; on failure it is returned, and a failed post closes the
     // connection.
+    super::stats::count(&conn.stats.c.backward_calls, 1);
     post_reply(conn, ctxt).map_err(|_| ENOTCONN)
 }
 

@@ -29,6 +29,7 @@ use super::{
     recv::RecvRing,
     registry::{ConnAttrs, ConnView, Registry},
     sq::SendQueue,
+    stats::{count, ConnStats, ConnStatsView},
 };
 use crate::{
     bindings,
@@ -36,6 +37,7 @@ use crate::{
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
         qp::Qp,
+        wr::Tally,
         Cq, Pd,
     },
     sunrpc::{Flag, SvcXprt},
@@ -102,7 +104,10 @@ pub(crate) struct Connection {
     /// [`Connection::enter_recv`]).
     in_recv: Atomic<u32>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
-    sysfs: SetOnce<Dir<ConnView>>,
+    /// (and its `stats/`, first: dropped before its parent).
+    sysfs: SetOnce<(Dir<ConnStatsView>, Dir<ConnView>)>,
+    /// What the connection has done ([`super::stats`]).
+    pub(crate) stats: Arc<ConnStats>,
     /// What sysfs and logs say about the connection.
     pub(crate) info: ConnAttrs,
     pub(crate) id: u64,
@@ -147,6 +152,8 @@ struct Ready {
     /// Indices of received buffers, oldest first. Capacity for every
     /// buffer is reserved up front, so the completion path never allocates.
     queue: KVec<u16>,
+    /// Receive buffers the connection has.
+    buffers: usize,
     /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
     /// to pick them up. Capacity for every context is reserved when the
     /// pools are made ([`Connection::init_pools`]).
@@ -182,12 +189,14 @@ impl Connection {
             mr_free <- MrFree::empty(),
             ready <- new_spinlock!(Ready {
                 queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
+                buffers: recv_buffers,
                 reads: KVec::new(),
                 established: false,
             }),
             dying: Atomic::new(false),
             in_recv: Atomic::new(0),
             sysfs: SetOnce::new(),
+            stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
             info,
             id,
             registry,
@@ -211,8 +220,9 @@ impl Connection {
 
     /// Creates the connection's sysfs directory.
     pub(crate) fn publish(&self, attrs: ConnAttrs) -> Result {
-        let dir = self.registry.add_connection(self.id, attrs)?;
-        self.sysfs.populate(dir);
+        self.registry.stats_started(&self.stats)?;
+        let dirs = self.registry.add_connection(self.id, attrs, &self.stats)?;
+        self.sysfs.populate(dirs);
         Ok(())
     }
 
@@ -223,7 +233,7 @@ impl Connection {
         if cfg!(svcrdma_mutant = "no_bc_flag") {
             return;
         }
-        if let Some(dir) = self.sysfs.as_ref() {
+        if let Some((_, dir)) = self.sysfs.as_ref() {
             dir.data().set_backchannel();
         }
     }
@@ -233,9 +243,23 @@ impl Connection {
         let Some(pool) = self.res().and_then(|r| r.frmrs.as_ref()) else {
             return;
         };
-        if let Some(dir) = self.sysfs.as_ref() {
+        if let Some((_, dir)) = self.sysfs.as_ref() {
             dir.data().set_frmr(pool.allocated(), pool.retired());
         }
+    }
+
+    /// Counts a chain about to be posted.
+    pub(crate) fn count_posted(&self, t: &Tally) {
+        let c = &self.stats.c;
+        count(&c.wr_read, t.reads);
+        count(&c.bytes_read, t.read_bytes);
+        count(&c.wr_write, t.writes);
+        count(&c.bytes_written, t.write_bytes);
+        count(&c.wr_send, t.sends);
+        count(&c.bytes_sent_inline, t.send_bytes);
+        count(&c.mr_reg, t.regs);
+        count(&c.mr_inv_local, t.local_invs);
+        count(&c.mr_inv_remote, t.remote_invs);
     }
 
     /// A receive completed: queue it for nfsd.
@@ -247,6 +271,10 @@ impl Connection {
                 // Cannot happen: one slot per buffer. Treat as fatal, safely.
                 self.fatal();
                 return;
+            }
+            // Every buffer waits for nfsd: none is posted for the client.
+            if r.queue.len() >= r.buffers {
+                count(&self.stats.c.recv_starved, 1);
             }
             self.xprt.set_flag(Flag::Data);
             r.established
@@ -412,7 +440,8 @@ impl Connection {
     /// Takes `n` send-queue slots, waiting in turn while others hold them;
     /// fails once the connection is closing.
     pub(crate) fn sq_reserve(&self, n: u32) -> Result {
-        self.sq.reserve(n, || self.closing())
+        self.sq
+            .reserve(n, || self.closing(), || count(&self.stats.c.sq_waits, 1))
     }
 
     /// Gives back `n` send-queue slots.
@@ -559,6 +588,8 @@ impl Connection {
         for ctxt in reads {
             conn.ctxt_put(ctxt);
         }
+        // Its counts go to its device's totals.
+        conn.registry.stats_ended(&conn.stats);
         // Nothing else refers to it now.
         drop(conn);
     }

@@ -79,6 +79,7 @@ impl<S: Unpin> FairPool<S> {
     pub(crate) fn acquire<R>(
         &self,
         closing: impl Fn() -> bool,
+        on_wait: impl FnOnce(),
         mut take: impl FnMut(&mut S) -> Option<R>,
     ) -> Result<R> {
         let mut g = self.inner.lock();
@@ -90,6 +91,7 @@ impl<S: Unpin> FairPool<S> {
                 return Ok(r);
             }
         }
+        on_wait();
         let ticket = g.next;
         g.next = g.next.wrapping_add(1);
         self.waiters.fetch_add(1, Relaxed);

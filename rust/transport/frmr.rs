@@ -69,16 +69,20 @@ impl MrFree {
     /// in turn while others hold them; fails with `ENOTCONN` once the pool
     /// is closed or `closing()`. The caller checks that the pool has `n`.
     pub(crate) fn take(&self, n: usize, out: &mut KVec<u16>, closing: impl Fn() -> bool) -> Result {
-        self.acquire(closing, |free| {
-            if free.len() < n {
-                return None;
-            }
-            for _ in 0..n {
-                // `out` has room (reserved by the caller); `free` has `n`.
-                let _ = free.pop().map(|i| out.push_within_capacity(i));
-            }
-            Some(())
-        })
+        self.acquire(
+            closing,
+            || {},
+            |free| {
+                if free.len() < n {
+                    return None;
+                }
+                for _ in 0..n {
+                    // `out` has room (reserved by the caller); `free` has `n`.
+                    let _ = free.pop().map(|i| out.push_within_capacity(i));
+                }
+                Some(())
+            },
+        )
     }
 
     /// Returns the entries in `held`.

@@ -36,6 +36,7 @@ mod registry;
 mod rw;
 mod sendto;
 mod sq;
+mod stats;
 
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use backchannel::register_class as register_bc_class;

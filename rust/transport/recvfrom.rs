@@ -19,6 +19,7 @@ use super::{
     ctxt::{CallCtxt, Rq, MAX_READ_CHUNKS},
     rw, sendto,
     sq::{post_reads, post_reply},
+    stats::count,
 };
 use crate::{
     bindings,
@@ -77,6 +78,7 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     let got = receive(conn, rq, &mut ctxt, index);
     match got {
         Ok(Next::Call(len)) => {
+            count(&conn.stats.c.calls, 1);
             // The request holds it until `xpo_release_ctxt`, or the Reply.
             if let Some(old) = rq.set_ctxt(ctxt) {
                 conn.ctxt_put(old);
@@ -162,6 +164,7 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     }
     match finish_call(conn, rq, ctxt.call_len) {
         Ok(len) => {
+            count(&conn.stats.c.calls, 1);
             if let Some(old) = rq.set_ctxt(ctxt) {
                 conn.ctxt_put(old);
             }
@@ -246,6 +249,7 @@ fn receive(
         repost(conn);
         return Err(NoCall::Dropped);
     };
+    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
     let header = match decode(msg, &LIMITS) {
         Ok(h) => h,
         Err(e) => {

@@ -5,7 +5,10 @@
 //!
 //! ```text
 //! /sys/kernel/svcrdma_rs/devices/<ibdev>/{transport,memreg,fast_reg,...}
+//! /sys/kernel/svcrdma_rs/devices/<ibdev>/stats/{calls,bytes_read,...}
 //! /sys/kernel/svcrdma_rs/connections/<id>/{peer,device,memreg,...}
+//! /sys/kernel/svcrdma_rs/connections/<id>/stats/{calls,bytes_read,...}
+//! /sys/kernel/svcrdma_rs/stats/{calls,bytes_read,...}
 //! ```
 //!
 //! The files are documented in `Documentation/ABI/sysfs-kernel-svcrdma_rs`.
@@ -25,7 +28,9 @@ use kernel::{
     },
 };
 
+use super::stats::{stats_files, ConnStats, ConnStatsView, Counters, Summed};
 use crate::{
+    log::pr_warn_ratelimited,
     params,
     proto::{
         addr::SockAddr,
@@ -234,17 +239,62 @@ impl Attrs for ConnView {
     }
 }
 
+/// `stats/` of the module (`None`) or of one device: the sums over the
+/// live connections and those that went.
+pub(crate) struct TotalsView(Option<DevName>);
+
+impl Summed for TotalsView {
+    fn each(&self, f: &mut dyn FnMut(&Counters)) {
+        let raw = REGISTRY.load(Ordering::Acquire);
+        if raw.is_null() {
+            return;
+        }
+        // SAFETY: only the registry's own `stats/` directories show a
+        // `TotalsView`, and their files are read only while they exist. A
+        // non-null `REGISTRY` is a live registry; once it is being dropped,
+        // its first fields (`_totals`, then `devices`) remove those
+        // directories, waiting for running reads like this one, before
+        // `stats` goes: what this reads outlives the call. (No reference
+        // is taken: a read must never drop the last one, whose drop would
+        // wait for the read itself.)
+        unsafe { &*raw }.each_stats(self.0, f);
+    }
+}
+
+impl Attrs for TotalsView {
+    const FILES: &'static [(&'static CStr, ShowFn<Self>)] = stats_files!(Self);
+
+    fn ktype() -> &'static KType<Self> {
+        sysfs_ktype!(TotalsView)
+    }
+}
+
 /// Module-wide state; reached through [`registry()`].
 #[pin_data]
 pub(crate) struct Registry {
-    /// Devices that have carried a connection.
+    /// `stats/`. First: removed (waiting for running reads) before the
+    /// lists its files sum are dropped.
+    _totals: Dir<TotalsView>,
+    /// Devices that have carried a connection, each with its `stats/`
+    /// (first in the pair: dropped before its parent); before `stats`, as
+    /// `_totals`.
     #[pin]
-    devices: Mutex<KVec<Dir<DeviceAttrs>>>,
+    devices: Mutex<KVec<(Dir<TotalsView>, Dir<DeviceAttrs>)>>,
+    /// The counters of the live connections, and, per device, the sums of
+    /// those that went.
+    #[pin]
+    stats: Mutex<StatsLists>,
     next_conn_id: Atomic<u64>,
     devices_dir: Parent,
     conns_dir: Parent,
     /// `/sys/kernel/svcrdma_rs` (dropped last: it holds the others).
     _root: Parent,
+}
+
+/// See [`Registry::stats`].
+struct StatsLists {
+    live: KVec<Arc<ConnStats>>,
+    retired: KVec<KBox<ConnStats>>,
 }
 
 /// The registry of the loaded module (an `Arc` leaked by [`install`]).
@@ -256,9 +306,15 @@ pub(crate) fn install() -> Result<Installed> {
     let root = Parent::under_kernel(c"svcrdma_rs")?;
     let devices_dir = root.child(c"devices")?;
     let conns_dir = root.child(c"connections")?;
+    let totals = Dir::new(&root, c"stats", TotalsView(None))?;
     let reg = Arc::pin_init(
         try_pin_init!(Registry {
+            _totals: totals,
             devices <- new_mutex!(KVec::new()),
+            stats <- new_mutex!(StatsLists {
+                live: KVec::new(),
+                retired: KVec::new(),
+            }),
             next_conn_id: Atomic::new(1),
             devices_dir,
             conns_dir,
@@ -305,8 +361,8 @@ impl Registry {
     /// creates or refreshes its sysfs directory.
     pub(crate) fn note_device(&self, name: DevName, transport: Transport, caps: DeviceCaps) {
         let mut devs = self.devices.lock();
-        if let Some(i) = devs.iter().position(|d| d.data().name == name) {
-            let d = devs[i].data();
+        if let Some(i) = devs.iter().position(|d| d.1.data().name == name) {
+            let d = devs[i].1.data();
             if d.transport == transport && d.caps == caps {
                 return;
             }
@@ -314,7 +370,7 @@ impl Registry {
             drop(devs.remove(i));
         }
         let dir = name.to_cstring().and_then(|n| {
-            Dir::new(
+            let dir = Dir::new(
                 &self.devices_dir,
                 &n,
                 DeviceAttrs {
@@ -322,7 +378,9 @@ impl Registry {
                     transport,
                     caps,
                 },
-            )
+            )?;
+            let stats = dir.child(c"stats", TotalsView(Some(name)))?;
+            Ok((stats, dir))
         });
         let added = dir.and_then(|d| devs.push(d, GFP_KERNEL).map_err(|_| ENOMEM));
         if let Err(e) = added {
@@ -334,8 +392,14 @@ impl Registry {
         }
     }
 
-    /// Creates `connections/<id>/`.
-    pub(crate) fn add_connection(&self, id: u64, info: ConnAttrs) -> Result<Dir<ConnView>> {
+    /// Creates `connections/<id>/` and its `stats/` (first in the pair:
+    /// to be dropped first).
+    pub(crate) fn add_connection(
+        &self,
+        id: u64,
+        info: ConnAttrs,
+        stats: &Arc<ConnStats>,
+    ) -> Result<(Dir<ConnStatsView>, Dir<ConnView>)> {
         let name = CString::try_from_fmt(fmt!("{id}"))?;
         let view = ConnView {
             info,
@@ -343,6 +407,59 @@ impl Registry {
             frmr_allocated: Atomic::new(0),
             frmr_retired: Atomic::new(0),
         };
-        Dir::new(&self.conns_dir, &name, view)
+        let dir = Dir::new(&self.conns_dir, &name, view)?;
+        let sdir = dir.child(c"stats", ConnStatsView(stats.clone()))?;
+        Ok((sdir, dir))
+    }
+
+    /// A connection's counters, counted in the totals from now on.
+    pub(crate) fn stats_started(&self, stats: &Arc<ConnStats>) -> Result {
+        self.stats.lock().live.push(stats.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// A connection went: its counts move to its device's retired sums.
+    pub(crate) fn stats_ended(&self, stats: &Arc<ConnStats>) {
+        let mut l = self.stats.lock();
+        let Some(i) = l.live.iter().position(|s| Arc::ptr_eq(s, stats)) else {
+            return;
+        };
+        let gone = l.live.remove(i);
+        let Ok(gone) = gone else {
+            return;
+        };
+        if let Some(r) = l.retired.iter().find(|r| r.device == gone.device) {
+            r.c.absorb(&gone.c);
+            return;
+        }
+        let sum = KBox::new(ConnStats::new(gone.device), GFP_KERNEL);
+        match sum {
+            Ok(sum) => {
+                sum.c.absorb(&gone.c);
+                if l.retired.push(sum, GFP_KERNEL).is_err() {
+                    pr_warn_ratelimited!(
+                        "a connection's counters are lost from the totals (out of memory)\n"
+                    );
+                }
+            }
+            Err(_) => {
+                pr_warn_ratelimited!(
+                    "a connection's counters are lost from the totals (out of memory)\n"
+                );
+            }
+        }
+    }
+
+    /// Calls `f` on the counters of every connection on `device` (every
+    /// connection if `None`), live or gone.
+    pub(crate) fn each_stats(&self, device: Option<DevName>, f: &mut dyn FnMut(&Counters)) {
+        let l = self.stats.lock();
+        let ours = |d: &DevName| device.is_none_or(|want| want == *d);
+        for s in l.live.iter().filter(|s| ours(&s.device)) {
+            f(&s.c);
+        }
+        for s in l.retired.iter().filter(|s| ours(&s.device)) {
+            f(&s.c);
+        }
     }
 }

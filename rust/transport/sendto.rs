@@ -24,6 +24,7 @@ use super::{
     recvfrom::LIMITS,
     rw,
     sq::post_reply,
+    stats::count,
 };
 use crate::{
     log::pr_warn_ratelimited,
@@ -33,7 +34,7 @@ use crate::{
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{decode_kept, DecodeError, Header, Proc},
+            header::{decode_kept, DecodeError, Header, Proc, ERR_VERS, RDMA_ERROR, RDMA_NOMSG},
         },
     },
     sunrpc::Piece,
@@ -213,6 +214,8 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         }
         _ => total,
     };
+    let wrote = written[..nwrites].iter().any(|&w| w > 0);
+    count_reply(conn, ctxt.send_buf.get(..total).unwrap_or(&[]), wrote);
 
     let invalidate = if conn.info.remote_invalidate() {
         call.single_handle()
@@ -225,6 +228,35 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         rq.take_reply_pages(&mut ctxt.pages)?;
     }
     Ok(len as usize)
+}
+
+/// Counts a Reply by how it goes, from its transport header `hdr`: an
+/// RDMA_ERROR, in a Reply chunk (RDMA_NOMSG), with payload in Write
+/// chunks (`wrote`), or inline.
+fn count_reply(conn: &Connection, hdr: &[u8], wrote: bool) {
+    let c = &conn.stats.c;
+    match hdr
+        .get(12..16)
+        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
+    {
+        Some(RDMA_ERROR) => count_error(conn, hdr),
+        Some(RDMA_NOMSG) => count(&c.replies_reply_chunk, 1),
+        _ if wrote => count(&c.replies_write_chunk, 1),
+        _ => count(&c.replies_inline, 1),
+    }
+}
+
+/// Counts an RDMA_ERROR by its error code (RFC 8166: 1 ERR_VERS, 2
+/// ERR_CHUNK), from its transport header `hdr`.
+fn count_error(conn: &Connection, hdr: &[u8]) {
+    let c = &conn.stats.c;
+    match hdr
+        .get(16..20)
+        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
+    {
+        Some(ERR_VERS) => count(&c.rdma_errors_vers, 1),
+        _ => count(&c.rdma_errors_chunk, 1),
+    }
 }
 
 /// Builds in `ctxt` the RDMA_ERROR RFC 8166 asks for in answer to a Call
@@ -244,5 +276,6 @@ pub(super) fn build_error(
     ctxt.chain.clear();
     ctxt.maps.unmap_all();
     ctxt.send_inline(res.pd.local_dma_lkey(), len, None)?;
+    count_error(conn, &ctxt.send_buf[..len]);
     Ok(true)
 }

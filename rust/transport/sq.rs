@@ -71,11 +71,16 @@ impl SendQueue {
     /// Takes `n` slots, waiting in turn while others hold them; fails with
     /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
     /// queue is closed or `closing()`.
-    pub(crate) fn reserve(&self, n: u32, closing: impl Fn() -> bool) -> Result {
+    pub(crate) fn reserve(
+        &self,
+        n: u32,
+        closing: impl Fn() -> bool,
+        on_wait: impl FnOnce(),
+    ) -> Result {
         if n > self.with(|s| s.total) {
             return Err(EMSGSIZE);
         }
-        self.acquire(closing, |s| {
+        self.acquire(closing, on_wait, |s| {
             let left = s.avail.checked_sub(n)?;
             s.avail = left;
             Some(())
@@ -124,6 +129,7 @@ fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
     }
     let _ = status.cmpxchg(0, wc.status, Full);
     if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
+        super::stats::count(&conn.stats.c.completion_errors, 1);
         pr_warn_ratelimited!(
             "connection {}: work request failed with status {}, closing\n",
             conn.id,
@@ -193,6 +199,7 @@ fn post_owned(conn: &Connection, mut ctxt: KBox<CallCtxt>, kind: Owned) -> Resul
     // Only the last request is signaled (`Chain::link`): its completion,
     // and this thread's hold, so the context outlives the post call
     // whatever completes meanwhile. The slots go back with the last count.
+    conn.count_posted(&ctxt.chain.tally());
     ctxt.remaining.store(2, Relaxed);
     ctxt.sq_held = n;
     ctxt.status.store(0, Relaxed);

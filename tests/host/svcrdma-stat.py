@@ -36,7 +36,8 @@ def conn(root, cid, peer, stats, memreg="frmr"):
     for k, v in (("peer", peer), ("device", "rxe0"), ("transport", "roce"),
                  ("memreg", memreg), ("credits", "64"), ("backchannel", "0")):
         write(os.path.join(d, k), v + "\n")
-    write(os.path.join(d, "stats"), "".join(f"{k} {v}\n" for k, v in stats.items()))
+    for k, v in stats.items():
+        write(os.path.join(d, "stats", k), f"{v}\n")
 
 
 def run(*args):
@@ -54,7 +55,8 @@ with tempfile.TemporaryDirectory() as t:
             "rdma_errors_chunk": 1, "completion_errors": 0}
     conn(root, 3, "192.168.1.5:0", base)
     conn(root, 12, "[fe80::1]:0", {"calls": 5}, memreg="dma_mr")
-    write(os.path.join(root, "stats"), "calls 105\nconnections_accepted 2\n")
+    write(os.path.join(root, "stats", "calls"), "105\n")
+    write(os.path.join(root, "stats", "rdma_errors_chunk"), "1\n")
 
     r = run("-1", "--json", "--sysfs", root)
     check(r.returncode == 0, f"-1 --json exits 0 ({r.returncode}, {r.stderr.strip()})")

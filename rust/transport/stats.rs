@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What each connection has done: counters an admin reads in sysfs
+//! (`connections/<id>/stats/`, `devices/<ibdev>/stats/`, `stats/`; one
+//! value per file, see `Documentation/ABI/sysfs-kernel-svcrdma_rs`) and
+//! with `svcrdma-stat`.
+//!
+//! Each connection counts into its own [`ConnStats`] with relaxed atomic
+//! adds: no counter is shared between connections on the data path. A
+//! connection that goes adds its counts into its device's retired totals,
+//! so the device and module totals (sums made only when read) never go
+//! backwards.
+
+use kernel::sync::atomic::{ordering::Relaxed, Atomic};
+
+use super::registry::DevName;
+use crate::sysfs::{sysfs_ktype, Attrs, KType, ShowFn};
+
+/// Declares [`Counters`] with one `Atomic<u64>` per name, a show function
+/// per counter (`show::<name>`), and `stats_files!(T)`: the sysfs files of
+/// a `stats/` directory showing `T`'s sums. (`$d` is `$`, for the inner
+/// macro's own variables.)
+macro_rules! counters {
+    ($d:tt; $($(#[$doc:meta])* $name:ident,)*) => {
+        /// A set of counters (see the module documentation).
+        pub(crate) struct Counters {
+            $($(#[$doc])* pub(crate) $name: Atomic<u64>,)*
+        }
+
+        impl Counters {
+            /// All zero.
+            pub(crate) const fn new() -> Self {
+                Self { $($name: Atomic::new(0),)* }
+            }
+
+            /// Adds `other`'s values to these.
+            pub(crate) fn absorb(&self, other: &Counters) {
+                $(self.$name.fetch_add(other.$name.load(Relaxed), Relaxed);)*
+            }
+        }
+
+        /// Each counter's sysfs show function.
+        #[allow(non_snake_case)]
+        pub(crate) mod show {
+            use super::{Counters, Summed};
+            $(
+                pub(crate) fn $name<T: Summed>(t: &T, w: &mut dyn core::fmt::Write) -> core::fmt::Result {
+                    let mut n = 0u64;
+                    t.each(&mut |c: &Counters| {
+                        n = n.wrapping_add(c.$name.load(kernel::sync::atomic::ordering::Relaxed))
+                    });
+                    write!(w, "{n}")
+                }
+            )*
+        }
+
+        macro_rules! stats_files {
+            ($d t:ty) => {
+                &[$((
+                    kernel::c_str!(stringify!($name)),
+                    $crate::transport::stats::show::$name::<$d t> as $crate::sysfs::ShowFn<$d t>,
+                ),)*]
+            };
+        }
+        pub(crate) use stats_files;
+    };
+}
+
+counters! { $;
+    /// RPC Calls handed to nfsd.
+    calls,
+    /// Replies sent inline (in the Send).
+    replies_inline,
+    /// Replies whose payload went in Write chunks.
+    replies_write_chunk,
+    /// Replies sent in a Reply chunk.
+    replies_reply_chunk,
+    /// RDMA_ERROR ERR_VERS sent.
+    rdma_errors_vers,
+    /// RDMA_ERROR ERR_CHUNK sent.
+    rdma_errors_chunk,
+    /// Bytes received in Sends (transport header and inline data).
+    bytes_recv_inline,
+    /// Bytes pulled by RDMA Read (Read chunks).
+    bytes_read,
+    /// Bytes sent inline (transport header and inline data).
+    bytes_sent_inline,
+    /// Bytes pushed by RDMA Write (Write and Reply chunks).
+    bytes_written,
+    /// RDMA Read work requests posted.
+    wr_read,
+    /// RDMA Write work requests posted.
+    wr_write,
+    /// Send work requests posted.
+    wr_send,
+    /// Fast registrations posted (FRMR).
+    mr_reg,
+    /// Local invalidations posted (FRMR).
+    mr_inv_local,
+    /// Remote invalidations asked of the client (Send With Invalidate).
+    mr_inv_remote,
+    /// Times an nfsd thread waited for send-queue slots.
+    sq_waits,
+    /// Times every receive buffer was waiting for nfsd (none posted).
+    recv_starved,
+    /// Work requests that completed with an error (flushes not counted).
+    completion_errors,
+    /// Backward Calls (NFSv4.1 callbacks) sent.
+    backward_calls,
+}
+
+/// Something whose `stats/` directory shows the sums of sets of counters.
+pub(crate) trait Summed: Send + Sync + Sized + 'static {
+    /// Calls `f` on each set of counters that makes up the sums.
+    fn each(&self, f: &mut dyn FnMut(&Counters));
+}
+
+/// One connection's counters, and its device's name (for the totals).
+pub(crate) struct ConnStats {
+    pub(crate) device: DevName,
+    pub(crate) c: Counters,
+}
+
+impl ConnStats {
+    /// All zero, for a connection on `device`.
+    pub(crate) const fn new(device: DevName) -> Self {
+        Self {
+            device,
+            c: Counters::new(),
+        }
+    }
+}
+
+/// Adds `n` to `counter` (relaxed: a count, not a synchronization).
+pub(crate) fn count(counter: &Atomic<u64>, n: u64) {
+    counter.fetch_add(n, Relaxed);
+}
+
+/// `connections/<id>/stats/`: one connection's counters.
+pub(crate) struct ConnStatsView(pub(crate) kernel::sync::Arc<ConnStats>);
+
+impl Summed for ConnStatsView {
+    fn each(&self, f: &mut dyn FnMut(&Counters)) {
+        f(&self.0.c);
+    }
+}
+
+impl Attrs for ConnStatsView {
+    const FILES: &'static [(&'static kernel::str::CStr, ShowFn<Self>)] = stats_files!(Self);
+
+    fn ktype() -> &'static KType<Self> {
+        sysfs_ktype!(ConnStatsView)
+    }
+}

@@ -660,6 +660,12 @@ class Suite:
         return hdr(xid, proc, credits, reads, writes, reply, vers) + body
 
     def case(self, name, msg, allowed, xid, slot=None, check=None, any_xid=False):
+        only = getattr(self.a, "only", "")
+        if only and not name.startswith(tuple(only.split(","))):
+            # Not asked for: its slot goes back unused.
+            if slot is not None:
+                self.c.free_slots.append(slot)
+            return None
         c = Case(name, msg, allowed, [xid], slot, check, any_xid)
         t = time.monotonic()
         self.c.run_case(c)
@@ -1096,6 +1102,8 @@ def main():
                    help="only the over-the-limits cases (server with MRs of one page)")
     p.add_argument("--grant", type=int, default=0,
                    help="the credit grant every reply must carry (the connection's sysfs credits; 0: any >= 1)")
+    p.add_argument("--only", default="", metavar="PREFIXES",
+                   help="directed cases whose names start with one of these (comma-separated)")
     p.add_argument("-v", "--verbose", action="store_true")
     a = p.parse_args()
     sys.exit(Suite(a).run())

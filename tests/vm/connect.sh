@@ -369,6 +369,72 @@ t_real_nfs_client_connects() {
 	umount -f /mnt/x 2>/dev/null || true
 }
 
+# The counters agree with a known workload (issue 21): 8 MiB written and
+# read back (direct I/O, rsize=wsize=1M, NFSv4.2) move at least 8 MiB by
+# RDMA Read and by RDMA Write on the mount's connection, in at least 16
+# Calls, with no error; the device and module totals hold at least the
+# connection's counts, also once it is gone; svcrdma-stat shows it; and a
+# bad version and a bad procedure from hostile.py move the module's
+# ERR_VERS and ERR_CHUNK counters.
+t_counters_rxe() {
+	IP=$(cat /tmp/guest_ip)
+	local m=/mnt/counters c= n max=0 k v rc=0
+	local -A got
+	mkdir -p $m
+	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 "$IP:/" $m ||
+		fail "mount over RDMA failed"
+	for c in $S/connections/*; do
+		n=${c##*/}
+		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
+	done
+	((max > 0)) || fail "no connection in $S/connections"
+	c=$S/connections/$max
+	[ -d $c/stats ] || fail "no $c/stats/"
+	head -c $((8 << 20)) /dev/urandom >/tmp/counters.src
+	dd if=/tmp/counters.src of=$m/counters.dat bs=1M oflag=direct status=none || fail "write failed"
+	dd if=$m/counters.dat of=/tmp/counters.back bs=1M iflag=direct status=none || fail "read failed"
+	cmp -s /tmp/counters.src /tmp/counters.back || fail "read back differs"
+	for k in calls bytes_read bytes_written wr_read wr_write wr_send replies_write_chunk \
+		completion_errors rdma_errors_vers rdma_errors_chunk; do
+		rd $c/stats/$k
+		[[ $REPLY =~ ^[0-9]+$ ]] || fail "$c/stats/$k: '$REPLY' is not a number"
+		got[$k]=$REPLY
+	done
+	for k in "${!got[@]}"; do echo "connection $max $k ${got[$k]}"; done | sort
+	((got[bytes_read] >= 8 << 20)) || fail "bytes_read ${got[bytes_read]}: less than the 8 MiB written"
+	((got[bytes_written] >= 8 << 20)) || fail "bytes_written ${got[bytes_written]}: less than the 8 MiB read"
+	((got[calls] >= 16)) || fail "calls ${got[calls]}: fewer than the 16 I/Os"
+	((got[wr_read] > 0 && got[wr_write] > 0 && got[wr_send] >= got[calls])) ||
+		fail "work requests: read ${got[wr_read]}, write ${got[wr_write]}, send ${got[wr_send]} for ${got[calls]} calls"
+	((got[replies_write_chunk] >= 8)) || fail "replies_write_chunk ${got[replies_write_chunk]}: fewer than the 8 READs"
+	((got[completion_errors] + got[rdma_errors_vers] + got[rdma_errors_chunk] == 0)) ||
+		fail "errors on a clean workload"
+	for k in "$S/stats" "$S/devices/rxe0/stats"; do
+		rd $k/bytes_read
+		((REPLY >= got[bytes_read])) || fail "$k/bytes_read $REPLY: less than the connection's ${got[bytes_read]}"
+	done
+	"$ROOT/scripts/svcrdma-stat" -1 --json >/tmp/counters.json || fail "svcrdma-stat failed"
+	/usr/bin/python3 -c 'import json, sys
+j = json.loads(open(sys.argv[1]).readline())
+c = [x for x in j["connections"] if x["id"] == int(sys.argv[2])]
+assert c and c[0]["calls"] >= int(sys.argv[3]) and c[0]["mb_in"] >= 8.3, c' /tmp/counters.json $max "${got[calls]}" ||
+		fail "svcrdma-stat does not show connection $max with its counts: $(cat /tmp/counters.json)"
+	"$ROOT/scripts/svcrdma-stat" -1
+	timeout 60 umount $m || fail "umount failed"
+	wait_for 20 sh -c "! test -d $c" || fail "the connection stayed after the umount"
+	rd $S/stats/bytes_read
+	((REPLY >= got[bytes_read])) || fail "the module's bytes_read $REPLY lost the gone connection's ${got[bytes_read]}"
+	rd $S/stats/rdma_errors_vers; local vers0=$REPLY
+	rd $S/stats/rdma_errors_chunk; local chunk0=$REPLY
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$IP" $PORT --only version_0x2,proc_0x5 --timeout 10 \
+		>/tmp/counters.hostile 2>&1 || rc=$?
+	[ "$rc" = 0 ] || fail "hostile.py --only version_0x2,proc_0x5: exit $rc: $(tail -n 5 /tmp/counters.hostile)"
+	rd $S/stats/rdma_errors_vers
+	((REPLY > vers0)) || fail "rdma_errors_vers did not move ($vers0 -> $REPLY) for a bad version"
+	rd $S/stats/rdma_errors_chunk
+	((REPLY > chunk0)) || fail "rdma_errors_chunk did not move ($chunk0 -> $REPLY) for a bad procedure"
+}
+
 t_siw_matrix() {
 	# One soft device at a time: both would claim the same address.
 	rdma_del rxe0
@@ -406,7 +472,7 @@ t_teardown_clean() {
 
 # Figures for the log even when a test passes (t_run hides its output).
 exec {CONNECT_OUT}>&1
-t_plan 12
+t_plan 13
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
@@ -415,6 +481,7 @@ t_run parameters_validated t_parameters_validated
 t_run matrix_rxe t_matrix_rxe
 t_run real_nfs_client_connects t_real_nfs_client_connects
 t_run first_call_answered_rxe t_first_call_answered_rxe
+t_run counters_rxe t_counters_rxe
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw
 t_run private_data_fuzz_siw t_private_data_fuzz_siw

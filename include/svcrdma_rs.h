@@ -115,4 +115,15 @@ struct rpc_xprt *svcrdma_rs_xprt_bc_bind(struct svc_xprt *xprt,
 					  struct rpc_xprt *bc);
 #endif /* CONFIG_SVCRDMA_RS_BACKCHANNEL */
 
+/* trace.c: the tracepoints of svcrdma_rs_trace.h (strings NUL-terminated) */
+void svcrdma_rs_trace_accept(u64 conn, const char *peer, const char *device, const char *model);
+void svcrdma_rs_trace_reject(const char *peer, const char *device, const char *reason);
+void svcrdma_rs_trace_decode_err(u64 conn, u32 xid, const char *reason);
+void svcrdma_rs_trace_rdma_error(u64 conn, u32 xid, u32 err);
+void svcrdma_rs_trace_post_err(u64 conn, u32 wrs, int rc);
+void svcrdma_rs_trace_wc_err(u64 conn, u32 status, u32 vendor_err);
+void svcrdma_rs_trace_qp_err(u64 conn, u32 event);
+void svcrdma_rs_trace_cm_event(u64 conn, u32 event);
+void svcrdma_rs_trace_sq_wait(u64 conn, u32 wrs);
+
 #endif /* SVCRDMA_RS_H */

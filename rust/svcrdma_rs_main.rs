@@ -27,6 +27,7 @@ pub mod proto;
 mod rdma;
 mod sunrpc;
 mod sysfs;
+mod trace;
 mod transport;
 
 module! {

@@ -36,6 +36,7 @@ use crate::{
         Cq, Pd,
     },
     sunrpc::{Flag, NewXprt},
+    trace,
 };
 
 pub(crate) use pending::Pending;
@@ -240,6 +241,11 @@ pub(super) unsafe fn connect_request(
                 transport.name(),
                 Show(why)
             );
+            trace::reject(
+                fmt!("{}", AddrShown(peer)),
+                fmt!("{}", name),
+                fmt!("{}", Show(why)),
+            );
             id.reject();
             return 1;
         }
@@ -262,6 +268,11 @@ pub(super) unsafe fn connect_request(
             "refusing connection from {}: out of memory\n",
             AddrShown(peer)
         );
+        trace::reject(
+            fmt!("{}", AddrShown(peer)),
+            fmt!("{}", name),
+            fmt!("out of memory"),
+        );
         id.reject();
         return 1;
     };
@@ -274,6 +285,11 @@ pub(super) unsafe fn connect_request(
         pr_warn_ratelimited!(
             "refusing connection from {}: out of memory\n",
             AddrShown(peer)
+        );
+        trace::reject(
+            fmt!("{}", AddrShown(peer)),
+            fmt!("{}", name),
+            fmt!("out of memory"),
         );
         id.reject();
         return 1;
@@ -476,6 +492,12 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
         info.device,
         info.transport.name(),
         info.model.log_text()
+    );
+    trace::accept(
+        conn.id,
+        fmt!("{}", AddrShown(info.peer)),
+        fmt!("{}", info.device),
+        info.model.name(),
     );
     Ok(conn)
 }

@@ -440,8 +440,14 @@ impl Connection {
     /// Takes `n` send-queue slots, waiting in turn while others hold them;
     /// fails once the connection is closing.
     pub(crate) fn sq_reserve(&self, n: u32) -> Result {
-        self.sq
-            .reserve(n, || self.closing(), || count(&self.stats.c.sq_waits, 1))
+        self.sq.reserve(
+            n,
+            || self.closing(),
+            || {
+                count(&self.stats.c.sq_waits, 1);
+                crate::trace::sq_wait(self.id, n);
+            },
+        )
     }
 
     /// Gives back `n` send-queue slots.
@@ -633,6 +639,7 @@ pub(crate) unsafe extern "C" fn conn_handler(
             // until the retries run out (tens of seconds), with no thread
             // left to detach the connection. (`free` silences the id
             // before anything goes.)
+            crate::trace::cm_event(conn.id, event.kind());
             conn.close();
         }
         _ => {}
@@ -658,6 +665,7 @@ pub(crate) unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, context
         | bindings::IB_EVENT_QP_LAST_WQE_REACHED => {}
         _ => {
             pr_warn_ratelimited!("connection {}: QP event {}, closing\n", conn.id, kind);
+            crate::trace::qp_err(conn.id, kind);
             conn.fatal();
         }
     }

@@ -274,6 +274,7 @@ fn receive(
                 e.as_str(),
                 outcome
             );
+            crate::trace::decode_err(conn.id, e.xid().unwrap_or(0), e.as_str());
             repost(conn);
             return Err(answer(conn, ctxt, &e));
         }

@@ -250,13 +250,16 @@ fn count_reply(conn: &Connection, hdr: &[u8], wrote: bool) {
 /// ERR_CHUNK), from its transport header `hdr`.
 fn count_error(conn: &Connection, hdr: &[u8]) {
     let c = &conn.stats.c;
-    match hdr
-        .get(16..20)
-        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
-    {
-        Some(ERR_VERS) => count(&c.rdma_errors_vers, 1),
+    let word = |at: usize| {
+        hdr.get(at..at + 4)
+            .map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
+    };
+    let err = word(16);
+    match err {
+        ERR_VERS => count(&c.rdma_errors_vers, 1),
         _ => count(&c.rdma_errors_chunk, 1),
     }
+    crate::trace::rdma_error(conn.id, word(0), err);
 }
 
 /// Builds in `ctxt` the RDMA_ERROR RFC 8166 asks for in answer to a Call

@@ -111,6 +111,7 @@ fn post_failed(
     } else {
         chain.position(bad).unwrap_or(n)
     };
+    crate::trace::post_err(conn.id, u32::try_from(n).unwrap_or(u32::MAX), rc);
     pr_warn_ratelimited!(
         "connection {}: posting {} work requests failed: error {}, closing\n",
         conn.id,
@@ -130,6 +131,7 @@ fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
     let _ = status.cmpxchg(0, wc.status, Full);
     if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
         super::stats::count(&conn.stats.c.completion_errors, 1);
+        crate::trace::wc_err(conn.id, wc.status, wc.vendor_err);
         pr_warn_ratelimited!(
             "connection {}: work request failed with status {}, closing\n",
             conn.id,

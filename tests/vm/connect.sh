@@ -435,6 +435,39 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and c[0]["mb_in"] >= 8.3, c' /tmp
 	((REPLY > chunk0)) || fail "rdma_errors_chunk did not move ($chunk0 -> $REPLY) for a bad procedure"
 }
 
+# Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs, a
+# connection's accept and an RDMA_ERROR (hostile.py's bad version) are
+# recorded, with the connection id and the error's name; with them
+# disabled again, nothing more is.
+t_tracepoints_rxe() {
+	local T=/sys/kernel/tracing rc=0 n
+	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
+	[ -d $T/events/svcrdma_rs ] || fail "no events/svcrdma_rs in tracefs"
+	ls $T/events/svcrdma_rs
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_accept/enable
+	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_rdma_error/enable
+	echo 1 >$T/tracing_on
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
+		>/tmp/trace.hostile 2>&1 || rc=$?
+	echo 0 >$T/tracing_on
+	[ "$rc" = 0 ] || fail "hostile.py --only version_0x2: exit $rc: $(tail -n 5 /tmp/trace.hostile)"
+	grep -a 'svcrdma_rs_' $T/trace | first 10
+	grep -aq 'svcrdma_rs_accept: conn=[0-9]* peer=.* device=rxe0 model=' $T/trace ||
+		fail "no svcrdma_rs_accept event for hostile.py's connection"
+	grep -aq 'svcrdma_rs_rdma_error: conn=[0-9]* xid=0x[0-9a-f]* err=ERR_VERS' $T/trace ||
+		fail "no svcrdma_rs_rdma_error ERR_VERS event for the bad version"
+	echo 0 >$T/events/svcrdma_rs/enable
+	: >$T/trace
+	echo 1 >$T/tracing_on
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
+		>/tmp/trace.hostile 2>&1 || true
+	echo 0 >$T/tracing_on
+	n=$(grep -ac 'svcrdma_rs_' $T/trace) || true
+	[ "${n:-0}" = 0 ] || fail "$n svcrdma_rs events recorded with the events disabled"
+}
+
 t_siw_matrix() {
 	# One soft device at a time: both would claim the same address.
 	rdma_del rxe0
@@ -472,7 +505,7 @@ t_teardown_clean() {
 
 # Figures for the log even when a test passes (t_run hides its output).
 exec {CONNECT_OUT}>&1
-t_plan 13
+t_plan 14
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
@@ -482,6 +515,7 @@ t_run matrix_rxe t_matrix_rxe
 t_run real_nfs_client_connects t_real_nfs_client_connects
 t_run first_call_answered_rxe t_first_call_answered_rxe
 t_run counters_rxe t_counters_rxe
+t_run tracepoints_rxe t_tracepoints_rxe
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw
 t_run private_data_fuzz_siw t_private_data_fuzz_siw

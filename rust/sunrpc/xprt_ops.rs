@@ -206,9 +206,10 @@ impl<O: XprtOps> XprtClass<O> {
         if x.class() != self.as_ptr().cast_const() || x.is_listener() {
             return None;
         }
-        // SAFETY: a transport of this class without `XPT_LISTENER` is the
+        // a transport of this class without `XPT_LISTENER` is the
         // first field of an `O::Conn` (the invariant of `NewXprt`, which
         // made it), which lives as long as its `svc_xprt`.
+        // SAFETY: by the reasoning just above.
         Some(unsafe { &*core::ptr::from_ref(x).cast::<O::Conn>() })
     }
 
@@ -435,9 +436,10 @@ impl<O: XprtOps> Adapter<O> {
         // SAFETY: live until freed below.
         let listener = unsafe { SvcXprt::from_raw(xprt) }.is_listener();
         if listener {
-            // SAFETY: with `XPT_LISTENER`, the first field of an
+            // with `XPT_LISTENER`, the first field of an
             // `O::Listener` leaked from a pinned box (`NewXprt`); sunrpc's
             // last reference is gone, so this is the only owner.
+            // SAFETY: by the reasoning just above.
             O::free_listener(unsafe { Pin::new_unchecked(KBox::from_raw(xprt.cast())) });
         } else {
             // SAFETY: as for a listener, an `O::Conn`.

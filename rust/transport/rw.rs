@@ -103,9 +103,10 @@ fn build_reads(
                     let index = *ctxt.mrs.get(*next_mr).ok_or(EINVAL)?;
                     *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
-                    // SAFETY: we hold the entry; the argument pages stay
+                    // we hold the entry; the argument pages stay
                     // allocated for the RPC, past the Reads' completion;
                     // the connection's PD outlives its pool.
+                    // SAFETY: by the reasoning just above.
                     let mr = unsafe { pool.map(&res.pd, dev, index, pages, n) };
                     if pool.allocated() != allocated {
                         allocated = pool.allocated();

@@ -9,6 +9,7 @@ mod cq;
 mod device;
 pub(crate) mod dma;
 pub(crate) mod mr;
+pub(crate) mod owned;
 mod pd;
 pub(crate) mod qp;
 pub(crate) mod wr;

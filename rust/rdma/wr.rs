@@ -33,6 +33,24 @@ impl Wr {
     }
 }
 
+/// The address range of a chain's requests ([`Chain::requests`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Requests {
+    start: usize,
+    len: usize,
+}
+
+impl Requests {
+    /// The position in the chain of the request `wr` points into, if any
+    /// (for a failed post's "bad" request). Only addresses are compared.
+    pub(crate) fn position(&self, wr: *const bindings::ib_send_wr) -> Option<usize> {
+        let size = core::mem::size_of::<Wr>();
+        let at = (wr as usize).checked_sub(self.start)?;
+        let i = at / size;
+        (i < self.len).then_some(i)
+    }
+}
+
 /// What a chain holds, by kind (for the connection's counters).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Tally {
@@ -278,10 +296,12 @@ impl Chain {
         next
     }
 
-    /// The position of a linked request in the chain (for a failed post).
-    pub(crate) fn position(&mut self, wr: *const bindings::ib_send_wr) -> Option<usize> {
-        self.wrs
-            .iter_mut()
-            .position(|w| core::ptr::eq(core::ptr::from_ref(w.base()), wr))
+    /// Where the chain's requests are, to tell later (without reading the
+    /// chain, which may be gone by then) which of them a pointer names.
+    pub(crate) fn requests(&self) -> Requests {
+        Requests {
+            start: self.wrs.as_ptr() as usize,
+            len: self.wrs.len(),
+        }
     }
 }

@@ -15,13 +15,11 @@
 //! pool has one context per credit, and grows (to a bound) only for a
 //! client that sends more Calls than it was granted.
 
-use core::cell::UnsafeCell;
-
 use kernel::{prelude::*, sync::atomic::Atomic};
 
 use super::{
     connection::Connection,
-    sq::{read_done, reply_done, unsignaled_done},
+    sq::{READS, REPLY},
 };
 use crate::{
     bindings,
@@ -29,7 +27,12 @@ use crate::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::Payload,
     },
-    rdma::{dma::DmaMaps, wr::Chain, Device},
+    rdma::{
+        dma::DmaMaps,
+        owned::{Cqe, ERR},
+        wr::Chain,
+        Device,
+    },
     sunrpc::Rqst,
 };
 
@@ -75,18 +78,15 @@ pub(crate) struct CallCtxt {
     /// them), and how many there are.
     pub(crate) read_dst: [usize; MAX_READ_CHUNKS],
     pub(crate) nread: usize,
-    /// Completion of the Reply's work requests (`sq::post_reply`).
-    pub(crate) cqe: UnsafeCell<bindings::ib_cqe>,
-    /// Completion of the Call's Read chain (`rw::post_reads`).
-    pub(crate) read_cqe: UnsafeCell<bindings::ib_cqe>,
+    /// Completion of a Reply's chain (`sq::post_reply`).
+    pub(crate) reply_cqe: Cqe<CallCtxt, REPLY>,
+    /// Completion of the Call's Read chain (`sq::post_reads`).
+    pub(crate) read_cqe: Cqe<CallCtxt, READS>,
     /// Completion of a chain's unsignaled requests, which come only when
-    /// they fail or are flushed (`sq::unsignaled_done`).
-    pub(crate) err_cqe: UnsafeCell<bindings::ib_cqe>,
-    /// The connection whose pool the context belongs to.
-    pub(crate) conn: *const Connection,
-    /// Completions of the posted chain still to come (and the poster's
-    /// hold).
-    pub(crate) remaining: Atomic<i32>,
+    /// they fail or are flushed.
+    pub(crate) err_cqe: Cqe<CallCtxt, ERR>,
+    /// The connection whose pool the context belongs to ([`CallCtxt::conn`]).
+    conn: *const Connection,
     /// Send-queue slots the posted chain holds until its last completion.
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
@@ -148,23 +148,43 @@ impl CallCtxt {
             call_len: 0,
             read_dst: [0; MAX_READ_CHUNKS],
             nread: 0,
-            cqe: UnsafeCell::new(bindings::ib_cqe {
-                done: Some(reply_done),
-            }),
-            read_cqe: UnsafeCell::new(bindings::ib_cqe {
-                done: Some(read_done),
-            }),
-            err_cqe: UnsafeCell::new(bindings::ib_cqe {
-                done: Some(unsignaled_done),
-            }),
+            reply_cqe: Cqe::for_chains(),
+            read_cqe: Cqe::for_chains(),
+            err_cqe: Cqe::for_errors(),
             conn,
-            remaining: Atomic::new(0),
             sq_held: 0,
             status: Atomic::new(0),
             dev: dev.as_ptr(),
         };
         // If the box cannot be allocated, `ctxt` drops and unmaps.
         Ok(KBox::new(ctxt, GFP_KERNEL)?)
+    }
+
+    /// The connection whose pool the context belongs to.
+    pub(crate) fn conn(&self) -> &Connection {
+        // SAFETY: a context's connection outlives it (`new`'s contract):
+        // pooled contexts drop with the connection, and posted ones come
+        // back through their chain's completion, which `Connection::free`
+        // waits for (it destroys the QP first).
+        unsafe { &*self.conn }
+    }
+
+    /// Calls `f` with the context's connection and the context itself,
+    /// which `f` may give away (to the pool, say) while it still uses the
+    /// connection.
+    pub(crate) fn with_conn<R>(
+        this: KBox<Self>,
+        f: impl FnOnce(&Connection, KBox<Self>) -> R,
+    ) -> R {
+        let conn = this.conn;
+        // SAFETY: as in `conn`: the connection outlives the context, and
+        // the borrow ends with `f`.
+        f(unsafe { &*conn }, this)
+    }
+
+    /// Whether the context belongs to `conn`'s pool.
+    pub(crate) fn belongs_to(&self, conn: &Connection) -> bool {
+        core::ptr::eq(self.conn, conn)
     }
 
     /// Forgets the previous RPC.

@@ -49,7 +49,7 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     // and cleared it. Were one left, it could be another connection's:
     // only its own pool takes it back.
     if let Some(old) = rq.take_ctxt() {
-        if core::ptr::eq(old.conn, conn) {
+        if old.belongs_to(conn) {
             conn.ctxt_put(old);
         } else {
             pr_warn_ratelimited!(

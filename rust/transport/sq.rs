@@ -27,8 +27,6 @@
 //! reserves its slots before posting (waiting in turn while other RPCs
 //! hold them) and gives them back with its last completion.
 
-use core::cell::UnsafeCell;
-
 use kernel::{
     prelude::*,
     sync::atomic::{
@@ -38,7 +36,11 @@ use kernel::{
 };
 
 use super::{connection::Connection, ctxt::CallCtxt, fair::FairPool};
-use crate::{bindings, log::pr_warn_ratelimited, rdma::wr::Chain};
+use crate::{
+    bindings,
+    log::pr_warn_ratelimited,
+    rdma::owned::{impl_chain_owner, post_owned, ChainOwner, PostError},
+};
 
 /// A connection's send-queue slots: the free ones and how many exist.
 pub(crate) struct Slots {
@@ -93,301 +95,148 @@ impl SendQueue {
     }
 }
 
-/// After posting `chain` failed with `rc` (`bad`: the first request not
-/// posted, if the provider named one): closes the connection (the QP goes
-/// to the error state, which flushes the posted ones). Returns how many
-/// were posted.
-fn post_failed(
-    conn: &Connection,
-    chain: &mut Chain,
-    bad: *const bindings::ib_send_wr,
-    rc: c_int,
-) -> usize {
-    let n = chain.len();
-    // Without `bad` (siw queues the whole chain and then fails to start
-    // sending), or with one not in the chain, all are taken as posted.
-    let posted = if bad.is_null() {
-        n
-    } else {
-        chain.position(bad).unwrap_or(n)
-    };
-    crate::trace::post_err(conn.id, u32::try_from(n).unwrap_or(u32::MAX), rc);
-    pr_warn_ratelimited!(
-        "connection {}: posting {} work requests failed: error {}, closing\n",
-        conn.id,
-        n,
-        rc
-    );
-    conn.close();
-    posted
-}
-
-/// Notes a failed completion of `conn` in `status` (the first one wins),
-/// with a line unless it is a flush (the QP went down on purpose).
-fn note_status(conn: &Connection, status: &Atomic<u32>, wc: &bindings::ib_wc) {
-    if wc.status == bindings::IB_WC_SUCCESS {
+/// Notes a failed completion of `conn` (`status`, the device's
+/// `vendor_err`) in `first` (the first one wins), counted and traced, with
+/// a line unless it is a flush (the QP went down on purpose).
+fn note_status(conn: &Connection, first: &Atomic<u32>, status: u32, vendor_err: u32) {
+    if status == bindings::IB_WC_SUCCESS {
         return;
     }
-    let _ = status.cmpxchg(0, wc.status, Full);
-    if wc.status != bindings::IB_WC_WR_FLUSH_ERR {
+    let _ = first.cmpxchg(0, status, Full);
+    if status != bindings::IB_WC_WR_FLUSH_ERR {
         super::stats::count(&conn.stats.c.completion_errors, 1);
-        crate::trace::wc_err(conn.id, wc.status, wc.vendor_err);
+        crate::trace::wc_err(conn.id, status, vendor_err);
         pr_warn_ratelimited!(
             "connection {}: work request failed with status {}, closing\n",
             conn.id,
-            wc.status
+            status
         );
     }
 }
 
-/// What a chain posted with its context is for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Owned {
-    /// A Reply (or RDMA_ERROR): its last completion returns the context.
-    Reply,
-    /// A Call's RDMA Reads: its last completion queues the Call.
-    Reads,
+/// A context's chain of a Reply (or RDMA_ERROR).
+pub(crate) const REPLY: u64 = 0;
+/// A context's chain of a Call's RDMA Reads.
+pub(crate) const READS: u64 = 1;
+
+impl_chain_owner!(CallCtxt {
+    errors: err_cqe => request_failed,
+    REPLY => reply_cqe => reply_completed,
+    READS => read_cqe => reads_completed,
+});
+
+/// An unsignaled request of a context's chain failed or was flushed.
+fn request_failed(ctxt: &CallCtxt, status: u32, vendor_err: u32) {
+    note_status(ctxt.conn(), &ctxt.status, status, vendor_err);
+}
+
+/// The last request of a Reply's chain completed: the device is done with
+/// the Reply's memory, and the context goes back to the pool.
+fn reply_completed(ctxt: KBox<CallCtxt>, status: u32) {
+    CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
+        note_status(conn, &ctxt.status, status, 0);
+        conn.sq_release(core::mem::take(&mut ctxt.sq_held));
+        let first = ctxt.status.load(Acquire);
+        // A flush means the connection is already going down.
+        if first != 0 && first != bindings::IB_WC_WR_FLUSH_ERR {
+            conn.close();
+        }
+        conn.ctxt_put(ctxt);
+    });
+}
+
+/// The last request of a Call's Read chain completed: on to
+/// [`super::rw::reads_finished`].
+fn reads_completed(ctxt: KBox<CallCtxt>, status: u32) {
+    CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
+        note_status(conn, &ctxt.status, status, 0);
+        conn.sq_release(core::mem::take(&mut ctxt.sq_held));
+        super::rw::reads_finished(conn, ctxt);
+    });
 }
 
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
-/// without waiting. The context goes with the chain: its last completion
+/// without waiting. The context goes with the chain: its completion
 /// returns it to `conn`'s pool, releasing the mappings and the Reply pages
 /// it holds. The context is returned on every failure too; a failed post
 /// also closes the connection (the caller closes it on the others).
 pub(crate) fn post_reply(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post_owned(conn, ctxt, Owned::Reply)
+    post::<REPLY>(conn, ctxt)
 }
 
 /// Posts the Read chain built in `ctxt` for its Call and returns without
 /// waiting. The context (with the Call's argument pages) goes with the
-/// chain; its last completion hands it to [`super::rw::reads_finished`],
-/// also when posting fails (which closes the connection), or when nothing
-/// could be posted.
+/// chain; its completion hands it to [`super::rw::reads_finished`], also
+/// when posting fails (which closes the connection), or when nothing could
+/// be posted.
 pub(crate) fn post_reads(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post_owned(conn, ctxt, Owned::Reads)
+    post::<READS>(conn, ctxt)
 }
 
-/// The context's chain did not go out at all: it ends here.
-fn not_posted(conn: &Connection, ctxt: KBox<CallCtxt>, kind: Owned, status: u32) {
-    match kind {
-        Owned::Reply => conn.ctxt_put(ctxt),
-        Owned::Reads => {
-            ctxt.status.store(status, Relaxed);
-            super::rw::reads_finished(conn, ctxt);
-        }
+/// The context's chain did not go out at all (`status` 0: there was
+/// nothing to post): it ends here.
+fn not_posted<const ID: u64>(conn: &Connection, ctxt: KBox<CallCtxt>, status: u32) {
+    ctxt.status.store(status, Relaxed);
+    if ID == READS {
+        super::rw::reads_finished(conn, ctxt);
+    } else {
+        conn.ctxt_put(ctxt);
     }
 }
 
-fn post_owned(conn: &Connection, mut ctxt: KBox<CallCtxt>, kind: Owned) -> Result {
-    // Any status but success: the Reads failed.
+fn post<const ID: u64>(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result
+where
+    CallCtxt: ChainOwner<ID>,
+{
+    // Any status but success: the chain failed.
     const NOT_POSTED: u32 = bindings::IB_WC_GENERAL_ERR;
     let Some(res) = conn.res() else {
-        not_posted(conn, ctxt, kind, NOT_POSTED);
+        not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(ENOTCONN);
     };
-    let n = ctxt.chain.len();
-    let (Ok(n), Ok(count)) = (u32::try_from(n), i32::try_from(n)) else {
-        not_posted(conn, ctxt, kind, NOT_POSTED);
+    let Ok(n) = u32::try_from(ctxt.chain.len()) else {
+        not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(EMSGSIZE);
     };
-    if count == 0 {
-        not_posted(conn, ctxt, kind, 0);
+    if n == 0 {
+        not_posted::<ID>(conn, ctxt, 0);
         return Ok(());
     }
     if let Err(e) = conn.sq_reserve(n) {
-        not_posted(conn, ctxt, kind, NOT_POSTED);
+        not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(e);
     }
-    // Only the last request is signaled (`Chain::link`): its completion,
-    // and this thread's hold, so the context outlives the post call
-    // whatever completes meanwhile. The slots go back with the last count.
     conn.count_posted(&ctxt.chain.tally());
-    ctxt.remaining.store(2, Relaxed);
+    // The slots go back with the chain's completion.
     ctxt.sq_held = n;
     ctxt.status.store(0, Relaxed);
-    let cqe = match kind {
-        Owned::Reply => ctxt.cqe.get(),
-        Owned::Reads => ctxt.read_cqe.get(),
+    let failed = |e: Error| {
+        crate::trace::post_err(conn.id, n, e.to_errno());
+        pr_warn_ratelimited!(
+            "connection {}: posting {} work requests failed: error {}, closing\n",
+            conn.id,
+            n,
+            e.to_errno()
+        );
+        e
     };
-    let err_cqe = ctxt.err_cqe.get();
-    let head = ctxt.chain.link(cqe, err_cqe);
-    let raw = KBox::into_raw(ctxt);
-    let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // The context, holding the linked chain and the mappings, stays alive
-    // until the last count (ours included) is accounted for.
-    // SAFETY: so every request and its memory outlive the post and the device.
-    let rc = unsafe { bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) };
-    let mut release = 1;
-    if rc != 0 {
-        // Our hold keeps the context alive; completions never touch its
-        // chain or `sq_held`.
-        // SAFETY: so this is the only reference to them.
-        let (chain, held) = unsafe { (&mut (*raw).chain, &mut (*raw).sq_held) };
-        let posted = post_failed(conn, chain, bad, rc);
-        // Not all went out: the Call's Reads failed.
-        // SAFETY: our hold keeps the context alive; only its atomics are
-        // shared with the completions.
-        let _ = unsafe { &(*raw).status }.cmpxchg(0, NOT_POSTED, Full);
-        if posted == 0 {
-            // Nothing went out: no completion will come.
-            conn.sq_release(*held);
-            *held = 0;
-            release += 1;
-        } else if posted < n as usize {
-            // The posted ones are unsignaled: a signaled marker behind
-            // them (in the slot of the first one not posted) completes
-            // once they are flushed. The rest of the slots go back now.
-            let unposted = n - posted as u32;
-            conn.sq_release(unposted - 1);
-            *held -= unposted - 1;
-            chain.clear();
-            let marked = chain.flush_marker().is_ok() && {
-                let head = chain.link(cqe, err_cqe);
-                let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-                // SAFETY: as the first post; the QP is in the error state, so
-                // the marker is flushed once the posted requests are.
-                unsafe {
-                    bindings::svcrdma_rs_post_send_chain(res.qp.as_ptr(), head, &mut bad) == 0
-                }
-            };
-            if !marked {
-                // Nothing tells when the device is done with the posted
-                // requests' memory: the context is never freed (a leak, not
-                // a use after free); the connection is closing.
-                pr_warn_ratelimited!(
-                    "connection {}: cannot fence a failed post; its context is leaked\n",
-                    conn.id
-                );
-                return Err(Error::from_errno(rc));
-            }
+    match post_owned::<CallCtxt, ID>(&res.qp, ctxt, |c| &mut c.chain, || conn.close()) {
+        Ok(()) => Ok(()),
+        Err(PostError::Unposted(mut ctxt, e)) => {
+            conn.sq_release(core::mem::take(&mut ctxt.sq_held));
+            conn.close();
+            not_posted::<ID>(conn, ctxt, NOT_POSTED);
+            Err(failed(e))
+        }
+        // The chain's (or the marker's) completion takes the context, and
+        // its slots, once the QP in the error state has flushed them.
+        Err(PostError::Fenced(e)) => Err(failed(e)),
+        Err(PostError::Leaked(e)) => {
+            pr_warn_ratelimited!(
+                "connection {}: cannot fence a failed post; its context is leaked\n",
+                conn.id
+            );
+            Err(failed(e))
         }
     }
-    // SAFETY: `raw` came from `KBox::into_raw` above; `release` is our hold
-    // (plus the signaled request when none was posted), all counted in
-    // `remaining`.
-    unsafe { owned_completed(conn, raw, release, kind) };
-    if rc != 0 {
-        return Err(Error::from_errno(rc));
-    }
-    Ok(())
-}
-
-/// Accounts for `n` completions of the chain posted with context `raw`;
-/// the last one returns the context to `conn`'s pool (a Reply) or queues
-/// its Call (Reads).
-///
-/// # Safety
-///
-/// `raw` must be a context given to [`post_owned`] for `kind` whose
-/// `remaining` counts at least `n` completions not yet accounted for.
-unsafe fn owned_completed(conn: &Connection, raw: *mut CallCtxt, n: i32, kind: Owned) {
-    // SAFETY: live until the count reaches zero (function contract); only
-    // the counter is borrowed.
-    let remaining = unsafe { &(*raw).remaining };
-    if remaining.fetch_sub(n, Full) != n {
-        return;
-    }
-    // SAFETY: the last completion: nothing else refers to the context any
-    // more, and it came from `KBox::into_raw` in `post_owned`.
-    let mut ctxt = unsafe { KBox::from_raw(raw) };
-    // The device is done with every request of the chain.
-    conn.sq_release(core::mem::take(&mut ctxt.sq_held));
-    if kind == Owned::Reads {
-        super::rw::reads_finished(conn, ctxt);
-        return;
-    }
-    let status = ctxt.status.load(Acquire);
-    // A flush means the connection is already going down.
-    if status != 0 && status != bindings::IB_WC_WR_FLUSH_ERR {
-        conn.close();
-    }
-    conn.ctxt_put(ctxt);
-}
-
-/// A request of a Reply chain completed.
-///
-/// # Safety
-///
-/// Called by the send CQ only, for a request posted by [`post_reply`],
-/// whose context lives until its last completion.
-pub(crate) unsafe extern "C" fn reply_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: the CQ passes a valid completion for the call's duration.
-    let wc = unsafe { &*wc };
-    // SAFETY: Reply requests carry the `cqe` of their live context.
-    let raw = unsafe {
-        kernel::container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<UnsafeCell<bindings::ib_cqe>>(),
-            CallCtxt,
-            cqe
-        )
-    };
-    // A context's connection outlives it: a connection drains its QP before
-    // it is freed.
-    // SAFETY: the context is live (this completion is not counted yet).
-    let conn = unsafe { &*(*raw).conn };
-    // SAFETY: as above; only the status field is borrowed.
-    note_status(conn, unsafe { &(*raw).status }, wc);
-    // SAFETY: this completion is one `remaining` counts.
-    unsafe { owned_completed(conn, raw, 1, Owned::Reply) };
-}
-
-/// A request of a Call's Read chain completed.
-///
-/// # Safety
-///
-/// Called by the send CQ only, for a request posted by [`post_reads`],
-/// whose context lives until its last completion.
-pub(crate) unsafe extern "C" fn read_done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
-    // SAFETY: the CQ passes a valid completion for the call's duration.
-    let wc = unsafe { &*wc };
-    // SAFETY: Read requests carry the `read_cqe` of their live context.
-    let raw = unsafe {
-        kernel::container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<UnsafeCell<bindings::ib_cqe>>(),
-            CallCtxt,
-            read_cqe
-        )
-    };
-    // SAFETY: the context is live (this completion is not counted yet); a
-    // context's connection outlives it (as in `reply_done`).
-    let conn = unsafe { &*(*raw).conn };
-    // SAFETY: as above; only the status field is borrowed.
-    note_status(conn, unsafe { &(*raw).status }, wc);
-    // SAFETY: this completion is one `remaining` counts.
-    unsafe { owned_completed(conn, raw, 1, Owned::Reads) };
-}
-
-/// An unsignaled request of a chain failed or was flushed: only its status
-/// is noted (the chain's last, signaled request completes after it).
-///
-/// # Safety
-///
-/// Called by the send CQ only, for a request posted by [`post_owned`]
-/// before the chain's signaled last one, whose context lives until that
-/// one's completion (requests complete in order).
-pub(crate) unsafe extern "C" fn unsignaled_done(
-    _cq: *mut bindings::ib_cq,
-    wc: *mut bindings::ib_wc,
-) {
-    // SAFETY: the CQ passes a valid completion for the call's duration.
-    let wc = unsafe { &*wc };
-    // SAFETY: unsignaled requests carry the `err_cqe` of their live context.
-    let raw = unsafe {
-        kernel::container_of!(
-            wc.__bindgen_anon_1
-                .wr_cqe
-                .cast::<UnsafeCell<bindings::ib_cqe>>(),
-            CallCtxt,
-            err_cqe
-        )
-    };
-    // SAFETY: the context is live (its chain's last completion is still to
-    // come); a context's connection outlives it.
-    let conn = unsafe { &*(*raw).conn };
-    // SAFETY: as above; only the status field is borrowed.
-    note_status(conn, unsafe { &(*raw).status }, wc);
 }

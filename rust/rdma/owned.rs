@@ -50,7 +50,7 @@ pub(crate) unsafe trait ChainOwner<const ID: u64>: ChainErrors {
     /// The chain's last request completed (`status` 0: success), or, for a
     /// post that failed partway, the marker behind it: the device is done
     /// with everything the chain referred to. Runs in the CQ's work item.
-    fn completed(this: KBox<Self>, status: u32);
+    fn completed(this: KBox<Self>, status: u32, vendor_err: u32);
 }
 
 /// The [`Cqe`] id of unsignaled requests.
@@ -62,6 +62,11 @@ pub(crate) const ERR: u64 = u64::MAX;
 /// `request_failed`.
 macro_rules! impl_chain_owner {
     ($t:ty { errors: $err:ident => $failed:path, $($id:ident => $done:ident => $f:path,)* }) => {
+        // The fields have the types the offsets promise (a compile error
+        // otherwise).
+        const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, { $crate::rdma::owned::ERR }> =
+            |t| &t.$err;
+        $(const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, $id> = |t| &t.$done;)*
         // SAFETY: `ERR_OFFSET` is the offset of `$err`, a `Cqe<$t, ERR>`.
         unsafe impl $crate::rdma::owned::ChainErrors for $t {
             const ERR_OFFSET: usize = core::mem::offset_of!($t, $err);
@@ -73,8 +78,8 @@ macro_rules! impl_chain_owner {
             // SAFETY: `DONE_OFFSET` is the offset of `$done`, a `Cqe<$t, $id>`.
             unsafe impl $crate::rdma::owned::ChainOwner<$id> for $t {
                 const DONE_OFFSET: usize = core::mem::offset_of!($t, $done);
-                fn completed(this: kernel::alloc::KBox<Self>, status: u32) {
-                    $f(this, status)
+                fn completed(this: kernel::alloc::KBox<Self>, status: u32, vendor_err: u32) {
+                    $f(this, status, vendor_err)
                 }
             }
         )*
@@ -95,8 +100,10 @@ unsafe impl<T, const ID: u64> Sync for Cqe<T, ID> {}
 unsafe impl<T, const ID: u64> Send for Cqe<T, ID> {}
 
 impl<T: ChainOwner<ID>, const ID: u64> Cqe<T, ID> {
-    /// The entry of `T`'s chains of kind `ID`.
+    /// The entry of `T`'s chains of kind `ID` (not [`ERR`]: that one is
+    /// [`Cqe::for_errors`]).
     pub(crate) const fn for_chains() -> Self {
+        const { assert!(ID != ERR) };
         Self {
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(done::<T, ID>),
@@ -138,7 +145,7 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
         let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
         KBox::from_raw(cqe.sub(T::DONE_OFFSET).cast::<T>())
     };
-    T::completed(owner, wc.status);
+    T::completed(owner, wc.status, wc.vendor_err);
 }
 
 /// An unsignaled request of a chain completed (failed or flushed).
@@ -184,11 +191,13 @@ pub(crate) enum PostError<T> {
 /// the posted requests.
 pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     qp: &Qp,
-    mut owner: KBox<T>,
+    owner: KBox<T>,
     chain: impl FnOnce(&mut T) -> &mut Chain,
     fence: impl FnOnce(),
 ) -> core::result::Result<(), PostError<T>> {
-    let base = core::ptr::from_mut::<T>(&mut owner).cast::<u8>();
+    // Every pointer handed to the device derives from `raw`.
+    let raw = KBox::into_raw(owner);
+    let base = raw.cast::<u8>();
     // SAFETY: the offsets are those of fields of `T` (the trait's contract).
     let (done_cqe, err_cqe) = unsafe {
         (
@@ -196,14 +205,16 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
             base.add(T::ERR_OFFSET).cast::<bindings::ib_cqe>(),
         )
     };
-    let c = chain(&mut owner);
+    // SAFETY: `raw` is the live, unshared owner (just leaked); the borrow
+    // ends before the post.
+    let c = chain(unsafe { &mut *raw });
     let n = c.len();
     if n == 0 {
-        return Err(PostError::Unposted(owner, EINVAL));
+        // SAFETY: nothing was posted; `raw` came from `into_raw` above.
+        return Err(PostError::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL));
     }
     let head = c.link(done_cqe, err_cqe);
     let requests = c.requests();
-    let raw = KBox::into_raw(owner);
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
     // SAFETY: the chain is linked and its requests' memory belongs to the
     // owner, which the chain's completion takes back: it outlives the
@@ -227,6 +238,13 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         // which came from `KBox::into_raw` above.
         return Err(PostError::Unposted(unsafe { KBox::from_raw(raw) }, e));
     }
+    // The chain failed: so the owner is told, whatever the marker's own
+    // status turns out to be (should the QP not go to the error state, the
+    // marker, a write of nothing, would succeed).
+    // SAFETY: the chain's signaled request was not posted, so the owner
+    // lives until the marker's completion; only shared borrows of it exist
+    // (the failed requests' handler).
+    T::request_failed(unsafe { &*raw }, bindings::IB_WC_WR_FLUSH_ERR, 0);
     fence();
     // The marker, in a chain of its own (the owner's may be borrowed by
     // the failed requests' handler by now).

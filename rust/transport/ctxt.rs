@@ -95,9 +95,10 @@ pub(crate) struct CallCtxt {
 }
 
 // SAFETY: one party owns a context at a time: the nfsd thread working on
-// its RPC, or, once its Reply is posted, that Reply's completions, which
-// share only its atomic counters (and read `conn`, set at creation) until
-// the last one takes it back. The device pointer is only used to (un)map;
+// its RPC, or, once a chain is posted with it, that chain's completion
+// (`rdma::owned`); the handler of the chain's failed unsignaled requests
+// borrows it meanwhile and only records a status in its atomic (and reads
+// `conn`, set at creation). The device pointer is only used to (un)map;
 // the connection is only shared (`&Connection` is `Sync`).
 unsafe impl Send for CallCtxt {}
 // SAFETY: as above.
@@ -172,13 +173,17 @@ impl CallCtxt {
     /// Calls `f` with the context's connection and the context itself,
     /// which `f` may give away (to the pool, say) while it still uses the
     /// connection.
-    pub(crate) fn with_conn<R>(
+    pub(super) fn with_conn<R>(
         this: KBox<Self>,
         f: impl FnOnce(&Connection, KBox<Self>) -> R,
     ) -> R {
         let conn = this.conn;
-        // SAFETY: as in `conn`: the connection outlives the context, and
-        // the borrow ends with `f`.
+        // SAFETY: a context is handled only on its connection's own paths:
+        // its sunrpc operations (sunrpc holds the transport), its chains'
+        // completions (which `Connection::free` drains before the
+        // connection goes), and `free` itself. `f` runs on such a path, so
+        // the connection outlives the call, whatever `f` does with the
+        // context; the borrow ends with `f`.
         f(unsafe { &*conn }, this)
     }
 

@@ -10,7 +10,7 @@
 //! with the memory the whole chain refers to (a 1 MiB READ's Reply: one
 //! completion, not 33). The unsignaled requests complete only when they
 //! fail or are flushed, to a handler that notes their status
-//! ([`unsignaled_done`]). Nothing the device may still touch is ever
+//! (`request_failed`). Nothing the device may still touch is ever
 //! released early: when a post fails partway, a signaled marker follows
 //! the posted requests on the QP, by then in the error state.
 //!
@@ -132,9 +132,9 @@ fn request_failed(ctxt: &CallCtxt, status: u32, vendor_err: u32) {
 
 /// The last request of a Reply's chain completed: the device is done with
 /// the Reply's memory, and the context goes back to the pool.
-fn reply_completed(ctxt: KBox<CallCtxt>, status: u32) {
+fn reply_completed(ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
     CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
-        note_status(conn, &ctxt.status, status, 0);
+        note_status(conn, &ctxt.status, status, vendor_err);
         conn.sq_release(core::mem::take(&mut ctxt.sq_held));
         let first = ctxt.status.load(Acquire);
         // A flush means the connection is already going down.
@@ -147,9 +147,9 @@ fn reply_completed(ctxt: KBox<CallCtxt>, status: u32) {
 
 /// The last request of a Call's Read chain completed: on to
 /// [`super::rw::reads_finished`].
-fn reads_completed(ctxt: KBox<CallCtxt>, status: u32) {
+fn reads_completed(ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
     CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
-        note_status(conn, &ctxt.status, status, 0);
+        note_status(conn, &ctxt.status, status, vendor_err);
         conn.sq_release(core::mem::take(&mut ctxt.sq_held));
         super::rw::reads_finished(conn, ctxt);
     });

@@ -142,7 +142,7 @@ vm-test-data:
 # siw:auto, rxe:dma_mr and siw:dma_mr get a quarter of each
 # (HOSTILE_CONFIGS, HOSTILE_RANDOM_OTHER, HOSTILE_VOLUME_OTHER).
 hostile:
-	$(ROOT)/tests/vm/run hostile faults connect-fuzz stall
+	$(ROOT)/tests/vm/run hostile faults connect-fuzz stall backchannel-full
 
 stall:
 	$(ROOT)/tests/vm/run stall

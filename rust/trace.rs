@@ -50,6 +50,10 @@ impl Write for CText {
 
 /// A connection was accepted.
 pub(crate) fn accept(conn: u64, peer: fmt::Arguments<'_>, device: fmt::Arguments<'_>, model: &str) {
+    // Mutant no_trace_accept: the accept tracepoint never fires.
+    if cfg!(svcrdma_mutant = "no_trace_accept") {
+        return;
+    }
     let (p, d, m) = (
         CText::of(peer),
         CText::of(device),

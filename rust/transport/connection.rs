@@ -252,7 +252,10 @@ impl Connection {
     pub(crate) fn count_posted(&self, t: &Tally) {
         let c = &self.stats.c;
         count(&c.wr_read, t.reads);
-        count(&c.bytes_read, t.read_bytes);
+        // Mutant stats_no_read_bytes: RDMA Read bytes are not counted.
+        if !cfg!(svcrdma_mutant = "stats_no_read_bytes") {
+            count(&c.bytes_read, t.read_bytes);
+        }
         count(&c.wr_write, t.writes);
         count(&c.bytes_written, t.write_bytes);
         count(&c.wr_send, t.sends);

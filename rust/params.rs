@@ -12,6 +12,7 @@
 use core::fmt::Write;
 
 use kernel::{
+    page::PAGE_SIZE,
     prelude::*,
     sync::atomic::{ordering::Relaxed, Atomic},
 };
@@ -201,8 +202,7 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
 #[no_mangle]
 pub(crate) unsafe extern "C" fn svcrdma_rs_param_get(which: c_int, buf: *mut c_char) -> c_int {
     // SAFETY: the kernel passes a `PAGE_SIZE` buffer for parameter reads.
-    let page =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
     let mut w = crate::sysfs::PageWriter::new(page);
     let r = match which {
         PARAM_MEMREG => writeln!(w, "{}", memreg().name()),

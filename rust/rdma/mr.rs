@@ -7,7 +7,7 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 
 use super::Pd;
-use crate::bindings;
+use crate::bindings::{self, IB_MR_TYPE_MEM_REG};
 
 /// A fast-registration MR, deregistered when dropped.
 ///
@@ -28,8 +28,7 @@ impl Mr {
     /// Allocates an MR able to map `max_pages` pages at once.
     pub(crate) fn new(pd: &Pd, max_pages: u32) -> Result<Self> {
         // SAFETY: the PD is live.
-        let ptr =
-            unsafe { bindings::ib_alloc_mr(pd.as_ptr(), bindings::IB_MR_TYPE_MEM_REG, max_pages) };
+        let ptr = unsafe { bindings::ib_alloc_mr(pd.as_ptr(), IB_MR_TYPE_MEM_REG, max_pages) };
         let ptr = kernel::error::from_err_ptr(ptr)?;
         // INVARIANT: allocated above, now owned.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)

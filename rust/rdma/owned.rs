@@ -138,9 +138,10 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
 ) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
-    // SAFETY: the request carried the `Cqe<T, ID>` at `T::DONE_OFFSET` of
-    // a leaked `KBox<T>` (the trait's and the function's contract); this
-    // completion, the chain's only signaled one, takes it back.
+    // The request carried the `Cqe<T, ID>` at `T::DONE_OFFSET` of a leaked
+    // `KBox<T>` (the trait's and the function's contract); this completion,
+    // the chain's only signaled one, takes it back.
+    // SAFETY: `wr_cqe` points `T::DONE_OFFSET` into a leaked `KBox<T>`.
     let owner = unsafe {
         let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
         KBox::from_raw(cqe.sub(T::DONE_OFFSET).cast::<T>())
@@ -216,10 +217,10 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     let head = c.link(done_cqe, err_cqe);
     let requests = c.requests();
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-    // SAFETY: the chain is linked and its requests' memory belongs to the
-    // owner, which the chain's completion takes back: it outlives the
-    // device's use. From here on `raw` is not touched unless nothing was
-    // posted.
+    // The chain is linked and its requests' memory belongs to the owner,
+    // which the chain's completion takes back. From here on `raw` is not
+    // touched unless nothing was posted.
+    // SAFETY: the requests' memory outlives the device's use of it.
     let rc = unsafe { bindings::svcrdma_rs_post_send_chain(qp.as_ptr(), head, &mut bad) };
     if rc == 0 {
         return Ok(());
@@ -241,9 +242,10 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // The chain failed: so the owner is told, whatever the marker's own
     // status turns out to be (should the QP not go to the error state, the
     // marker, a write of nothing, would succeed).
-    // SAFETY: the chain's signaled request was not posted, so the owner
-    // lives until the marker's completion; only shared borrows of it exist
-    // (the failed requests' handler).
+    // The chain's signaled request was not posted, so the owner lives until
+    // the marker's completion; only shared borrows of it exist (the failed
+    // requests' handler).
+    // SAFETY: `raw` is live and not mutably borrowed (just above).
     T::request_failed(unsafe { &*raw }, bindings::IB_WC_WR_FLUSH_ERR, 0);
     fence();
     // The marker, in a chain of its own (the owner's may be borrowed by
@@ -252,9 +254,9 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     let marked = marker.flush_marker().is_ok() && {
         let head = marker.link(done_cqe, err_cqe);
         let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-        // SAFETY: a marker that refers to no memory; its completion (a
-        // flush: the QP is in the error state) comes after the posted
-        // requests' and takes the owner back.
+        // Its completion (a flush: the QP is in the error state) comes after
+        // the posted requests' and takes the owner back.
+        // SAFETY: a linked chain whose one request refers to no memory.
         unsafe { bindings::svcrdma_rs_post_send_chain(qp.as_ptr(), head, &mut bad) == 0 }
     };
     if marked {

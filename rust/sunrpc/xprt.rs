@@ -109,11 +109,10 @@ impl SvcXprt {
     /// How many threads the transport's service runs (0 before it is
     /// registered with one).
     pub(crate) fn server_threads(&self) -> u32 {
-        // `self` is a valid, initialized `svc_xprt`; `xpt_server`,
-        // set at init, is its service, which outlives its transports. The
-        // count changes under the service's lock; a racy read is enough for
-        // a bound (`READ_ONCE`, here a volatile read).
-        // SAFETY: by the reasoning just above.
+        // `xpt_server`, set at init, is the service, which outlives its
+        // transports. The count changes under the service's lock; a racy
+        // read is enough for a bound (`READ_ONCE`, here a volatile read).
+        // SAFETY: `self` is a valid, initialized `svc_xprt` (see above).
         unsafe {
             let serv = (*self.as_ptr()).xpt_server;
             if serv.is_null() {

@@ -26,9 +26,10 @@ pub(crate) struct XprtClass<O: XprtOps> {
     _ops: PhantomData<O>,
 }
 
-// SAFETY: the class is written only by `register`, before sunrpc can see it
-// and while `registered` guarantees no other `register` runs; afterwards only
-// sunrpc touches it, under its own `svc_xprt_class_lock`.
+// `register` writes it before sunrpc can see it, while `registered`
+// guarantees no other `register` runs; afterwards only sunrpc touches it,
+// under its own `svc_xprt_class_lock`.
+// SAFETY: so shared access never races with a write.
 unsafe impl<O: XprtOps> Sync for XprtClass<O> {}
 
 impl<O: XprtOps> XprtClass<O> {

@@ -206,10 +206,9 @@ impl<O: XprtOps> XprtClass<O> {
         if x.class() != self.as_ptr().cast_const() || x.is_listener() {
             return None;
         }
-        // a transport of this class without `XPT_LISTENER` is the
-        // first field of an `O::Conn` (the invariant of `NewXprt`, which
-        // made it), which lives as long as its `svc_xprt`.
-        // SAFETY: by the reasoning just above.
+        // The invariant of `NewXprt`, which made it; the connection lives as
+        // long as its `svc_xprt`.
+        // SAFETY: this class's non-listener is the first field of an `O::Conn`.
         Some(unsafe { &*core::ptr::from_ref(x).cast::<O::Conn>() })
     }
 
@@ -436,10 +435,9 @@ impl<O: XprtOps> Adapter<O> {
         // SAFETY: live until freed below.
         let listener = unsafe { SvcXprt::from_raw(xprt) }.is_listener();
         if listener {
-            // with `XPT_LISTENER`, the first field of an
-            // `O::Listener` leaked from a pinned box (`NewXprt`); sunrpc's
-            // last reference is gone, so this is the only owner.
-            // SAFETY: by the reasoning just above.
+            // `NewXprt` leaked it from a pinned box; sunrpc's last reference
+            // is gone, so this is the only owner.
+            // SAFETY: a listener is the first field of an `O::Listener`.
             O::free_listener(unsafe { Pin::new_unchecked(KBox::from_raw(xprt.cast())) });
         } else {
             // SAFETY: as for a listener, an `O::Conn`.

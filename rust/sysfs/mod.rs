@@ -11,7 +11,7 @@
 
 use core::{fmt, marker::PhantomData, ptr::NonNull};
 
-use kernel::{prelude::*, types::Opaque};
+use kernel::{page::PAGE_SIZE, prelude::*, types::Opaque};
 
 use crate::bindings;
 
@@ -196,9 +196,9 @@ impl<T: Attrs> Dir<T> {
             GFP_KERNEL,
         )?;
         let node = KBox::into_raw(node);
-        // SAFETY: `node` is live; the kobject is zeroed as the API requires.
         // `ktype` is a static of the right type; "%s" consumes one C string;
         // `parent` is live (a `Parent`'s or a live `Dir`'s kobject).
+        // SAFETY: `node` is live and its kobject zeroed, as the API requires.
         let ret = unsafe {
             bindings::kobject_init_and_add(
                 (*node).kobj.get(),
@@ -275,8 +275,7 @@ pub(crate) unsafe extern "C" fn show<T: Attrs>(
         return EINVAL.to_errno() as isize;
     };
     // SAFETY: sysfs gives `show` a zeroed, writable page.
-    let page =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), PAGE_SIZE) };
     let mut w = PageWriter::new(page);
     let Some((_, f)) = T::FILES.get(index) else {
         return EINVAL.to_errno() as isize;

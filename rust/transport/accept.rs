@@ -443,9 +443,9 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // A client that stops answering must not hold nfsd threads for long:
     // about 2 s per try (the CM's default retry count makes ~15 s).
     p.cm_id().set_ack_timeout(ACK_TIMEOUT);
-    // SAFETY: `conn` outlives the id's events: the id ends up in
-    // `Resources`, and `Connection::free` silences it before anything goes;
-    // we are not in the id's handler.
+    // The id ends up in `Resources`, and `Connection::free` silences it
+    // before anything goes; we are not in the id's handler.
+    // SAFETY: `conn`, the handler's context, outlives the id's events.
     let accepted = unsafe { p.accept(conn_handler, c.cast(), &ours, ord) };
     let (cm_id, accepted) = match accepted {
         Ok(a) => a,

@@ -94,12 +94,12 @@ pub(crate) struct CallCtxt {
     dev: *mut bindings::ib_device,
 }
 
-// SAFETY: one party owns a context at a time: the nfsd thread working on
-// its RPC, or, once a chain is posted with it, that chain's completion
+// One party owns a context at a time: the nfsd thread working on its RPC,
+// or, once a chain is posted with it, that chain's completion
 // (`rdma::owned`); the handler of the chain's failed unsignaled requests
 // borrows it meanwhile and only records a status in its atomic (and reads
-// `conn`, set at creation). The device pointer is only used to (un)map;
-// the connection is only shared (`&Connection` is `Sync`).
+// `conn`, set at creation). The device pointer is only used to (un)map.
+// SAFETY: so, and the connection is only shared (`&Connection` is `Sync`).
 unsafe impl Send for CallCtxt {}
 // SAFETY: as above.
 unsafe impl Sync for CallCtxt {}
@@ -163,10 +163,10 @@ impl CallCtxt {
 
     /// The connection whose pool the context belongs to.
     pub(crate) fn conn(&self) -> &Connection {
-        // SAFETY: a context's connection outlives it (`new`'s contract):
-        // pooled contexts drop with the connection, and posted ones come
-        // back through their chain's completion, which `Connection::free`
-        // waits for (it destroys the QP first).
+        // Pooled contexts drop with the connection, and posted ones come back
+        // through their chain's completion, which `Connection::free` waits
+        // for (it destroys the QP first).
+        // SAFETY: a context's connection outlives it (`new`'s contract).
         unsafe { &*self.conn }
     }
 
@@ -178,12 +178,12 @@ impl CallCtxt {
         f: impl FnOnce(&Connection, KBox<Self>) -> R,
     ) -> R {
         let conn = this.conn;
-        // SAFETY: a context is handled only on its connection's own paths:
-        // its sunrpc operations (sunrpc holds the transport), its chains'
-        // completions (which `Connection::free` drains before the
-        // connection goes), and `free` itself. `f` runs on such a path, so
-        // the connection outlives the call, whatever `f` does with the
+        // A context is handled only on its connection's own paths: its sunrpc
+        // operations (sunrpc holds the transport), its chains' completions
+        // (which `Connection::free` drains before the connection goes), and
+        // `free` itself. `f` runs on such a path, whatever it does with the
         // context; the borrow ends with `f`.
+        // SAFETY: the connection outlives the call (just above).
         f(unsafe { &*conn }, this)
     }
 

@@ -99,9 +99,9 @@ pub(crate) struct Listener {
     registry: Arc<Registry>,
 }
 
-// SAFETY: every field but `relisten` is `Send`; `relisten` is used only
-// through the workqueue API (queue, cancel), which may be called from any
-// thread, and its function runs on any.
+// `relisten` is used only through the workqueue API (queue, cancel), which
+// may be called from any thread, and its function runs on any.
+// SAFETY: every field but `relisten` is `Send`, and `relisten` may move.
 unsafe impl Send for Listener {}
 // SAFETY: as for `Send`; shared access to `relisten` is only through the
 // workqueue API, which serializes it.
@@ -163,13 +163,12 @@ impl Listener {
         // Outside the lock: destroying the id waits for its running handler,
         // which may be waiting for the lock.
         drop(id);
-        // `relisten` was initialized in `create`. This waits for a
-        // running work item and leaves none queued; nothing queues one
-        // after: the work item does not re-queue itself once `closed` is
-        // set, and the handlers that queue it run on ids that are destroyed
-        // by now (the listening id just above; a stale one by the work
-        // item, which this waits for).
-        // SAFETY: by the reasoning just above.
+        // This waits for a running work item and leaves none queued; nothing
+        // queues one after: the work item does not re-queue itself once
+        // `closed` is set, and the handlers that queue it run on ids that
+        // are destroyed by now (the listening id just above; a stale one by
+        // the work item, which this waits for).
+        // SAFETY: `relisten` was initialized in `create`.
         unsafe { bindings::cancel_delayed_work_sync(self.relisten.get()) };
     }
 
@@ -230,10 +229,9 @@ impl Listener {
             return;
         }
         let ctx = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
-        // the handler gets the listener as context until the id is
-        // destroyed: the id goes into `self.listen` (or `failed`, dropped
-        // below) and is destroyed before the listener is freed (`shut`).
-        // SAFETY: by the reasoning just above.
+        // The id goes into `self.listen` (or `failed`, dropped below) and is
+        // destroyed before the listener is freed (`shut`).
+        // SAFETY: the context, `self`, outlives the id's events.
         let id = unsafe { CmId::new(self.xprt.net(), listen_handler, ctx) };
         let mut failed = None;
         let listening = match id {
@@ -316,11 +314,9 @@ unsafe fn copy_addr(sa: *const bindings::sockaddr) -> bindings::sockaddr_in6 {
 /// `Listener` (initialized in [`create`]).
 unsafe extern "C" fn relisten_work(work: *mut bindings::work_struct) {
     let off = offset_of!(Listener, relisten) + offset_of!(bindings::delayed_work, work);
-    // `work` is the `work` field of the `delayed_work` in a live
-    // listener's `relisten` (`Opaque` has its contents' layout), which
-    // `free` does not free before this returns (it cancels the work and
-    // waits for it).
-    // SAFETY: by the reasoning just above.
+    // `Opaque` has its contents' layout; `free` does not free the listener
+    // before this returns (it cancels the work and waits for it).
+    // SAFETY: `work` is in the `relisten` of a live `Listener`.
     let l = unsafe { &*work.cast::<u8>().sub(off).cast::<Listener>() };
     l.relisten();
 }
@@ -362,10 +358,9 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     // The id is made, bound and stored under the lock, as in `relisten`: an
     // event on it (its handler takes the lock) finds it in place.
     let mut st = xr.listen.lock();
-    // the handler receives the listener as context until the id is
-    // destroyed; the id is stored in the listener and destroyed before it
-    // is freed (`shut`), or dropped below before `xr`.
-    // SAFETY: by the reasoning just above.
+    // The id is stored in the listener and destroyed before it is freed
+    // (`shut`), or dropped below before `xr`.
+    // SAFETY: the context, the listener, outlives the id's events.
     let id = match unsafe { CmId::new(args.net(), listen_handler, ctx) } {
         Ok(id) => id,
         Err(e) => {

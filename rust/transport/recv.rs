@@ -49,9 +49,10 @@ pub(crate) struct RecvRing {
     ctxts: KVec<KBox<RecvCtxt>>,
 }
 
-// SAFETY: the ring is shared between the completion workqueue and nfsd
-// threads; each context is used by one of them at a time (posted: the
-// device; completed: whoever took its index from the ready queue).
+// The ring is shared between the completion workqueue and nfsd threads
+// (posted: the device; completed: whoever took its index from the ready
+// queue).
+// SAFETY: each context is used by one of them at a time.
 unsafe impl Send for RecvRing {}
 // SAFETY: as above.
 unsafe impl Sync for RecvRing {}

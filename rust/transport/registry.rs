@@ -249,14 +249,14 @@ impl Summed for TotalsView {
         if raw.is_null() {
             return;
         }
-        // SAFETY: only the registry's own `stats/` directories show a
-        // `TotalsView`, and their files are read only while they exist. A
-        // non-null `REGISTRY` is a live registry; once it is being dropped,
-        // its first fields (`_totals`, then `devices`) remove those
-        // directories, waiting for running reads like this one, before
-        // `stats` goes: what this reads outlives the call. (No reference
-        // is taken: a read must never drop the last one, whose drop would
-        // wait for the read itself.)
+        // Only the registry's own `stats/` directories show a `TotalsView`,
+        // and their files are read only while they exist. A non-null
+        // `REGISTRY` is a live registry; once it is being dropped, its first
+        // fields (`_totals`, then `devices`) remove those directories,
+        // waiting for running reads like this one, before `stats` goes. (No
+        // reference is taken: a read must never drop the last one, whose
+        // drop would wait for the read itself.)
+        // SAFETY: the registry `raw` points to outlives this read.
         unsafe { &*raw }.each_stats(self.0, f);
     }
 }

@@ -103,10 +103,9 @@ fn build_reads(
                     let index = *ctxt.mrs.get(*next_mr).ok_or(EINVAL)?;
                     *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
-                    // we hold the entry; the argument pages stay
-                    // allocated for the RPC, past the Reads' completion;
-                    // the connection's PD outlives its pool.
-                    // SAFETY: by the reasoning just above.
+                    // The argument pages stay allocated for the RPC, past
+                    // the Reads' completion; the PD outlives its pool.
+                    // SAFETY: we hold the entry, and the pages outlive it.
                     let mr = unsafe { pool.map(&res.pd, dev, index, pages, n) };
                     if pool.allocated() != allocated {
                         allocated = pool.allocated();

@@ -122,7 +122,8 @@ TRACE_EVENT(svcrdma_rs_wc_err,
 		  __entry->status, ib_wc_status_msg(__entry->status), __entry->vendor_err)
 );
 
-TRACE_EVENT(svcrdma_rs_qp_err,
+/* An event that ends a connection: a QP event or a CM event, by number. */
+DECLARE_EVENT_CLASS(svcrdma_rs_conn_event,
 	TP_PROTO(u64 conn, u32 event),
 	TP_ARGS(conn, event),
 	TP_STRUCT__entry(
@@ -133,21 +134,19 @@ TRACE_EVENT(svcrdma_rs_qp_err,
 		__entry->conn = conn;
 		__entry->event = event;
 	),
+	TP_printk("conn=%llu event=%u", __entry->conn, __entry->event)
+);
+
+DEFINE_EVENT_PRINT(svcrdma_rs_conn_event, svcrdma_rs_qp_err,
+	TP_PROTO(u64 conn, u32 event),
+	TP_ARGS(conn, event),
 	TP_printk("conn=%llu event=%u (%s)", __entry->conn, __entry->event,
 		  ib_event_msg(__entry->event))
 );
 
-TRACE_EVENT(svcrdma_rs_cm_event,
+DEFINE_EVENT_PRINT(svcrdma_rs_conn_event, svcrdma_rs_cm_event,
 	TP_PROTO(u64 conn, u32 event),
 	TP_ARGS(conn, event),
-	TP_STRUCT__entry(
-		__field(u64, conn)
-		__field(u32, event)
-	),
-	TP_fast_assign(
-		__entry->conn = conn;
-		__entry->event = event;
-	),
 	TP_printk("conn=%llu event=%u (%s)", __entry->conn, __entry->event,
 		  rdma_event_msg(__entry->event))
 );

@@ -15,14 +15,8 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 tool = os.path.join(here, "..", "..", "scripts", "svcrdma-stat")
-bad = 0
-
-
-def check(cond, what):
-    global bad
-    print(("ok: " if cond else "WRONG: ") + what)
-    if not cond:
-        bad = 1
+sys.path.insert(0, here)
+from hostcheck import check, finish  # noqa: E402
 
 
 def write(path, text):
@@ -104,4 +98,4 @@ with tempfile.TemporaryDirectory() as t:
     check(r.returncode == 0 and out[0].startswith("svcrdma_rs: 1 connection(s)"), f"table header: {out[:1]}")
     check(any(line.split()[0] == "3" and "rxe0/roce" in line and "frmr" in line for line in out[2:3]),
           f"table row: {out[2:3]}")
-sys.exit(bad)
+finish()

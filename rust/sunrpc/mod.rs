@@ -23,4 +23,4 @@ pub(crate) use client_xprt::{ReplyMiss, RpcRqst, RpcXprt};
 pub(crate) use rqst::{Piece, Rqst, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};
-pub(crate) use xprt_ops::{Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};
+pub(crate) use xprt_ops::{impl_has_svc_xprt, Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};

@@ -20,16 +20,30 @@ use crate::bindings;
 ///
 /// # Safety
 ///
-/// Implementers are `#[repr(C)]` with a [`SvcXprt`] as their first field,
+/// Implementers have a [`SvcXprt`] at offset 0 (a `#[repr(C)]` first field),
 /// so that a pointer to the `svc_xprt` is a pointer to the object.
+///
+/// Implement it with [`impl_has_svc_xprt!`], which checks the layout.
 pub(crate) unsafe trait HasSvcXprt: Sized + Send + Sync {
     /// The embedded generic transport.
     fn svc_xprt(&self) -> &SvcXprt {
-        // SAFETY: the first field of a `#[repr(C)]` `Self` (the trait's
-        // safety requirement), borrowed for as long as `self`.
+        // SAFETY: at offset 0 of `Self` (the trait's safety requirement),
+        // borrowed for as long as `self`.
         unsafe { &*core::ptr::from_ref(self).cast::<SvcXprt>() }
     }
 }
+
+/// Implements [`HasSvcXprt`] for `$t`, whose `SvcXprt` is `$field`; fails
+/// to compile unless that field is a `SvcXprt` at offset 0.
+macro_rules! impl_has_svc_xprt {
+    ($($t:ty { $field:ident }),* $(,)?) => {$(
+        const _: fn(&$t) -> &$crate::sunrpc::SvcXprt = |t| &t.$field;
+        const _: () = assert!(core::mem::offset_of!($t, $field) == 0);
+        // SAFETY: `$field`, a `SvcXprt`, is at offset 0 (both checked above).
+        unsafe impl $crate::sunrpc::HasSvcXprt for $t {}
+    )*};
+}
+pub(crate) use impl_has_svc_xprt;
 
 /// A transport class's operations, called by sunrpc (`svc_xprt_ops`).
 ///

@@ -40,7 +40,7 @@ use crate::{
         wr::Tally,
         Cq, Pd,
     },
-    sunrpc::{Flag, SvcXprt},
+    sunrpc::{impl_has_svc_xprt, Flag, SvcXprt},
     sysfs::Dir,
 };
 
@@ -113,6 +113,8 @@ pub(crate) struct Connection {
     pub(crate) id: u64,
     registry: Arc<Registry>,
 }
+
+impl_has_svc_xprt!(Connection { xprt });
 
 /// What an nfsd thread in `xpo_recvfrom` takes ([`Connection::next_work`]).
 pub(crate) enum Work {

@@ -40,7 +40,7 @@ use crate::{
         cm::{CmEvent, CmId, CmIdRef},
         sockaddr_to_proto,
     },
-    sunrpc::{CreateArgs, Flag, NewXprt, SvcXprt},
+    sunrpc::{impl_has_svc_xprt, CreateArgs, Flag, NewXprt, SvcXprt},
 };
 
 /// Delay before the second try to listen again, in milliseconds; each
@@ -98,6 +98,8 @@ pub(crate) struct Listener {
     queue: Mutex<KVec<Option<KBox<Pending>>>>,
     registry: Arc<Registry>,
 }
+
+impl_has_svc_xprt!(Listener { xprt });
 
 // `relisten` is used only through the workqueue API (queue, cancel), which
 // may be called from any thread, and its function runs on any.

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     bindings, params,
-    sunrpc::{CreateArgs, HasSvcXprt, NewXprt, Registration, XprtClass, XprtOps},
+    sunrpc::{CreateArgs, NewXprt, Registration, XprtClass, XprtOps},
 };
 
 /// The transport class this module registers (its name is `xprt_name`).
@@ -74,11 +74,6 @@ pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration
 /// The RPC-over-RDMA transport class: what sunrpc calls on its listeners
 /// and connections, each op handed to the stage that implements it.
 pub(crate) struct Rdma;
-
-// SAFETY: `#[repr(C)]` with its `SvcXprt` first.
-unsafe impl HasSvcXprt for Listener {}
-// SAFETY: `#[repr(C)]` with its `SvcXprt` first.
-unsafe impl HasSvcXprt for Connection {}
 
 #[vtable]
 impl XprtOps for Rdma {

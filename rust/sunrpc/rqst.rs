@@ -337,6 +337,22 @@ impl<'a, C> Rqst<'a, C> {
         self.r().rq_res.len as usize
     }
 
+    /// Calls `f` on the bytes of each contiguous piece of `[start, end)` of
+    /// the Reply, in order. Fails if the range is outside the Reply.
+    pub(crate) fn res_bytes(
+        &self,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(&[u8]) -> Result,
+    ) -> Result {
+        self.res_pieces(start, end, |p| {
+            // The calling thread owns the request while `self` is borrowed:
+            // nobody changes or frees its Reply, and the slice dies with `f`.
+            // SAFETY: the piece's memory stays valid and unchanged meanwhile.
+            f(unsafe { p.bytes() })
+        })
+    }
+
     /// Calls `f` on each contiguous piece of bytes `[start, end)` of the
     /// Reply, in order. Fails if the range is outside the Reply.
     pub(crate) fn res_pieces(

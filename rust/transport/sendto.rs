@@ -34,10 +34,9 @@ use crate::{
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{decode_kept, DecodeError, Header, Proc, ERR_VERS, RDMA_ERROR, RDMA_NOMSG},
+            header::{decode_kept, DecodeError, Proc, ERR_VERS, RDMA_ERROR, RDMA_NOMSG},
         },
     },
-    sunrpc::Piece,
 };
 
 /// `xpo_result_payload`: nfsd placed `length` bytes of result data at
@@ -106,23 +105,10 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
     })
 }
 
-/// The header of `ctxt`'s Call, decoded from its copy.
-///
-/// The returned views borrow `ctxt.hdr`, which is not touched until the
-/// context is reset; the rest of the context stays usable.
-fn call_header<'h>(ctxt: &CallCtxt) -> Result<Header<'h>> {
-    let (p, l) = (ctxt.hdr.as_ptr(), ctxt.hdr.len());
-    // SAFETY: `ctxt.hdr` is neither changed nor freed while the Reply is
-    // built (only `reset` does, when the context is released).
-    let hdr = unsafe { core::slice::from_raw_parts(p, l) };
-    decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)
-}
-
 /// Builds the Reply's chain in `ctxt` (Writes and Send), taking the Reply's
 /// pages from the request if Writes read them. Returns the Reply's length.
 fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
     let res = conn.res().ok_or(ENOTCONN)?;
-    let call = call_header(ctxt)?;
     let credits = conn.info.credits;
     // Mutant credits_off_by_one: a Reply grants one credit more than the connection has.
     #[cfg(svcrdma_mutant = "credits_off_by_one")]
@@ -131,8 +117,18 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     let payloads = ctxt.payloads;
     let inline_len = reply_inline_len(len, &payloads).map_err(|_| EINVAL)?;
 
-    ctxt.chain.clear();
-    ctxt.maps.unmap_all();
+    // The Call's header borrows its copy in the context while the Reply is
+    // built in the context's other fields.
+    let CallCtxt {
+        hdr,
+        chain,
+        maps,
+        send_buf,
+        ..
+    } = &mut *ctxt;
+    let call = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
+    chain.clear();
+    maps.unmap_all();
     // Write chunk payloads.
     let mut written = [0u32; MAX_WRITE_CHUNKS];
     for (k, chunk) in call.writes.iter().enumerate().take(MAX_WRITE_CHUNKS) {
@@ -140,7 +136,6 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         if p.len == 0 {
             continue;
         }
-        let CallCtxt { chain, maps, .. } = ctxt;
         let range = core::iter::once((p.position, p.position + p.len));
         written[k] = rw::build_writes(conn, rq, chain, maps, chunk.segments(), range)?;
     }
@@ -149,7 +144,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     // Inline if it fits the client's receive buffer.
     let limit = max_inline_reply(&conn.info.client) as usize;
     let msg_hdr = encode_reply(
-        &mut ctxt.send_buf[..],
+        &mut send_buf[..],
         credits,
         Proc::Msg,
         &call,
@@ -159,12 +154,9 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     .map_err(|_| EMSGSIZE)?;
     let total = if msg_hdr + inline_len as usize <= limit {
         let mut at = msg_hdr;
-        let buf = &mut ctxt.send_buf;
         for (s, e) in reply_regions(len, &payloads).map_err(|_| EINVAL)? {
-            rq.res_pieces(s as usize, e as usize, |piece: Piece| {
-                // SAFETY: the Reply is stable during `xpo_sendto`.
-                let b = unsafe { piece.bytes() };
-                let dst = buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
+            rq.res_bytes(s as usize, e as usize, |b| {
+                let dst = send_buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
                 dst.copy_from_slice(b);
                 at += b.len();
                 Ok(())
@@ -172,11 +164,10 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         }
         at
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
-        let CallCtxt { chain, maps, .. } = ctxt;
         let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
         let n = rw::build_writes(conn, rq, chain, maps, reply.segments(), regions)?;
         encode_reply(
-            &mut ctxt.send_buf[..],
+            &mut send_buf[..],
             credits,
             Proc::NoMsg,
             &call,
@@ -191,15 +182,15 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
             inline_len,
             limit
         );
-        ctxt.chain.clear();
-        ctxt.maps.unmap_all();
-        encode_error_chunk(&mut ctxt.send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+        chain.clear();
+        maps.unmap_all();
+        encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
     };
 
     // A Reply whose Writes and Send need more send-queue slots than exist
     // could never be posted: the client gets ERR_CHUNK (the chunks it gave
     // cannot be used), not a closed connection it would resend into.
-    let wrs = ctxt.chain.len().saturating_add(1);
+    let wrs = chain.len().saturating_add(1);
     let total = match rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs })) {
         Some(Err(over)) => {
             pr_warn_ratelimited!(
@@ -208,14 +199,14 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
                 over.as_str(),
                 wrs
             );
-            ctxt.chain.clear();
-            ctxt.maps.unmap_all();
-            encode_error_chunk(&mut ctxt.send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+            chain.clear();
+            maps.unmap_all();
+            encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
         }
         _ => total,
     };
     let wrote = written[..nwrites].iter().any(|&w| w > 0);
-    count_reply(conn, ctxt.send_buf.get(..total).unwrap_or(&[]), wrote);
+    count_reply(conn, send_buf.get(..total).unwrap_or(&[]), wrote);
 
     let invalidate = if conn.info.remote_invalidate() {
         call.single_handle()

@@ -21,6 +21,7 @@
 use kernel::prelude::*;
 
 mod bindings;
+mod globals;
 mod log;
 mod params;
 pub mod proto;
@@ -49,7 +50,7 @@ struct SvcRdmaRs {
     #[cfg(svcrdma_rs_backchannel)]
     _bc_class: sunrpc::ClientRegistration,
     _class: sunrpc::Registration<transport::Rdma>,
-    _registry: transport::Registry,
+    _registry: transport::InstalledRegistry,
 }
 
 impl kernel::Module for SvcRdmaRs {
@@ -60,6 +61,8 @@ impl kernel::Module for SvcRdmaRs {
             env!("SVCRDMA_RS_MUTANT")
         );
         params::validate_defaults()?;
+        // SAFETY: the module initializer runs once, before anything else.
+        unsafe { globals::init() };
         let registry = transport::install_registry()?;
         Ok(Self {
             _class: transport::register_class(module)?,

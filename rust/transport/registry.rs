@@ -13,10 +13,7 @@
 //!
 //! The files are documented in `Documentation/ABI/sysfs-kernel-svcrdma_rs`.
 
-use core::{
-    fmt,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use core::fmt;
 
 use kernel::{
     new_mutex,
@@ -24,12 +21,13 @@ use kernel::{
     str::CString,
     sync::{
         atomic::{ordering::Relaxed, Atomic},
-        Arc, ArcBorrow, Mutex,
+        Arc, Mutex,
     },
 };
 
 use super::stats::{stats_files, ConnStats, ConnStatsView, Counters, Summed};
 use crate::{
+    globals::REGISTRY,
     log::pr_warn_ratelimited,
     params,
     proto::{
@@ -241,23 +239,11 @@ impl Attrs for ConnView {
 
 /// `stats/` of the module (`None`) or of one device: the sums over the
 /// live connections and those that went.
-pub(crate) struct TotalsView(Option<DevName>);
+pub(crate) struct TotalsView(Option<DevName>, Arc<StatsSet>);
 
 impl Summed for TotalsView {
     fn each(&self, f: &mut dyn FnMut(&Counters)) {
-        let raw = REGISTRY.load(Ordering::Acquire);
-        if raw.is_null() {
-            return;
-        }
-        // Only the registry's own `stats/` directories show a `TotalsView`,
-        // and their files are read only while they exist. A non-null
-        // `REGISTRY` is a live registry; once it is being dropped, its first
-        // fields (`_totals`, then `devices`) remove those directories,
-        // waiting for running reads like this one, before `stats` goes. (No
-        // reference is taken: a read must never drop the last one, whose
-        // drop would wait for the read itself.)
-        // SAFETY: the registry `raw` points to outlives this read.
-        unsafe { &*raw }.each_stats(self.0, f);
+        self.1.each(self.0, f);
     }
 }
 
@@ -272,18 +258,14 @@ impl Attrs for TotalsView {
 /// Module-wide state; reached through [`registry()`].
 #[pin_data]
 pub(crate) struct Registry {
-    /// `stats/`. First: removed (waiting for running reads) before the
-    /// lists its files sum are dropped.
+    /// `stats/`.
     _totals: Dir<TotalsView>,
     /// Devices that have carried a connection, each with its `stats/`
-    /// (first in the pair: dropped before its parent); before `stats`, as
-    /// `_totals`.
+    /// (first in the pair: dropped before its parent).
     #[pin]
     devices: Mutex<KVec<(Dir<TotalsView>, Dir<DeviceAttrs>)>>,
-    /// The counters of the live connections, and, per device, the sums of
-    /// those that went.
-    #[pin]
-    stats: Mutex<StatsLists>,
+    /// What the `stats/` directories sum (each holds a reference).
+    stats: Arc<StatsSet>,
     next_conn_id: Atomic<u64>,
     devices_dir: Parent,
     conns_dir: Parent,
@@ -291,30 +273,40 @@ pub(crate) struct Registry {
     _root: Parent,
 }
 
-/// See [`Registry::stats`].
+/// The counters of the live connections, and, per device, the sums of
+/// those that went.
+#[pin_data]
+pub(crate) struct StatsSet {
+    #[pin]
+    lists: Mutex<StatsLists>,
+}
+
 struct StatsLists {
     live: KVec<Arc<ConnStats>>,
     retired: KVec<KBox<ConnStats>>,
 }
 
-/// The registry of the loaded module (an `Arc` leaked by [`install`]).
-static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(core::ptr::null_mut());
-
 /// Creates the registry and its sysfs tree. The returned handle removes
 /// them when dropped, after which [`registry()`] is `None`.
 pub(crate) fn install() -> Result<Installed> {
+    let stats = Arc::pin_init(
+        pin_init!(StatsSet {
+            lists <- new_mutex!(StatsLists {
+                live: KVec::new(),
+                retired: KVec::new(),
+            }),
+        }),
+        GFP_KERNEL,
+    )?;
     let root = Parent::under_kernel(c"svcrdma_rs")?;
     let devices_dir = root.child(c"devices")?;
     let conns_dir = root.child(c"connections")?;
-    let totals = Dir::new(&root, c"stats", TotalsView(None))?;
+    let totals = Dir::new(&root, c"stats", TotalsView(None, stats.clone()))?;
     let reg = Arc::pin_init(
         try_pin_init!(Registry {
             _totals: totals,
             devices <- new_mutex!(KVec::new()),
-            stats <- new_mutex!(StatsLists {
-                live: KVec::new(),
-                retired: KVec::new(),
-            }),
+            stats,
             next_conn_id: Atomic::new(1),
             devices_dir,
             conns_dir,
@@ -322,8 +314,7 @@ pub(crate) fn install() -> Result<Installed> {
         }),
         GFP_KERNEL,
     )?;
-    let raw = Arc::into_raw(reg).cast_mut();
-    REGISTRY.store(raw, Ordering::Release);
+    *REGISTRY.lock() = Some(reg);
     Ok(Installed)
 }
 
@@ -332,23 +323,15 @@ pub(crate) struct Installed;
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        let raw = REGISTRY.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !raw.is_null() {
-            // SAFETY: `raw` came from `Arc::into_raw` in `install`, and was
-            // taken out of `REGISTRY` exactly once (the swap).
-            drop(unsafe { Arc::from_raw(raw) });
-        }
+        // Dropped outside the lock: removing the sysfs tree waits for reads.
+        let reg = REGISTRY.lock().take();
+        drop(reg);
     }
 }
 
 /// The module's registry, while it is installed.
 pub(crate) fn registry() -> Option<Arc<Registry>> {
-    let raw = REGISTRY.load(Ordering::Acquire);
-    if raw.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null `REGISTRY` holds a reference leaked by `install`, released only by `Installed::drop` after the transport class is unregistered and every transport (each holding its own `Arc`) is gone; callers run from transports or from the class, so it is still held.
-    Some(unsafe { ArcBorrow::from_raw(raw) }.into())
+    REGISTRY.lock().clone()
 }
 
 impl Registry {
@@ -379,7 +362,7 @@ impl Registry {
                     caps,
                 },
             )?;
-            let stats = dir.child(c"stats", TotalsView(Some(name)))?;
+            let stats = dir.child(c"stats", TotalsView(Some(name), self.stats.clone()))?;
             Ok((stats, dir))
         });
         let added = dir.and_then(|d| devs.push(d, GFP_KERNEL).map_err(|_| ENOMEM));
@@ -414,13 +397,17 @@ impl Registry {
 
     /// A connection's counters, counted in the totals from now on.
     pub(crate) fn stats_started(&self, stats: &Arc<ConnStats>) -> Result {
-        self.stats.lock().live.push(stats.clone(), GFP_KERNEL)?;
+        self.stats
+            .lists
+            .lock()
+            .live
+            .push(stats.clone(), GFP_KERNEL)?;
         Ok(())
     }
 
     /// A connection went: its counts move to its device's retired sums.
     pub(crate) fn stats_ended(&self, stats: &Arc<ConnStats>) {
-        let mut l = self.stats.lock();
+        let mut l = self.stats.lists.lock();
         let Some(i) = l.live.iter().position(|s| Arc::ptr_eq(s, stats)) else {
             return;
         };
@@ -449,11 +436,13 @@ impl Registry {
             }
         }
     }
+}
 
+impl StatsSet {
     /// Calls `f` on the counters of every connection on `device` (every
     /// connection if `None`), live or gone.
-    pub(crate) fn each_stats(&self, device: Option<DevName>, f: &mut dyn FnMut(&Counters)) {
-        let l = self.stats.lock();
+    fn each(&self, device: Option<DevName>, f: &mut dyn FnMut(&Counters)) {
+        let l = self.lists.lock();
         let ours = |d: &DevName| device.is_none_or(|want| want == *d);
         for s in l.live.iter().filter(|s| ours(&s.device)) {
             f(&s.c);

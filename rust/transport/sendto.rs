@@ -34,7 +34,7 @@ use crate::{
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{decode_kept, DecodeError, Proc, ERR_VERS, RDMA_ERROR, RDMA_NOMSG},
+            header::{decode_kept, DecodeError, Proc, ERR_CHUNK, ERR_VERS},
         },
     },
 };
@@ -152,7 +152,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         None,
     )
     .map_err(|_| EMSGSIZE)?;
-    let total = if msg_hdr + inline_len as usize <= limit {
+    let (total, how) = if msg_hdr + inline_len as usize <= limit {
         let mut at = msg_hdr;
         for (s, e) in reply_regions(len, &payloads).map_err(|_| EINVAL)? {
             rq.res_bytes(s as usize, e as usize, |b| {
@@ -162,11 +162,11 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
                 Ok(())
             })?;
         }
-        at
+        (at, Sent::Msg)
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
         let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
         let n = rw::build_writes(conn, rq, chain, maps, reply.segments(), regions)?;
-        encode_reply(
+        let len = encode_reply(
             &mut send_buf[..],
             credits,
             Proc::NoMsg,
@@ -174,7 +174,8 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
             &written[..nwrites],
             Some(n),
         )
-        .map_err(|_| EMSGSIZE)?
+        .map_err(|_| EMSGSIZE)?;
+        (len, Sent::NoMsg)
     } else {
         pr_warn_ratelimited!(
             "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor its Reply chunk, answered with RDMA_ERROR\n",
@@ -184,14 +185,15 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
         );
         chain.clear();
         maps.unmap_all();
-        encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+        let len = encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
+        (len, Sent::Error(ERR_CHUNK))
     };
 
     // A Reply whose Writes and Send need more send-queue slots than exist
     // could never be posted: the client gets ERR_CHUNK (the chunks it gave
     // cannot be used), not a closed connection it would resend into.
     let wrs = chain.len().saturating_add(1);
-    let total = match rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs })) {
+    let (total, how) = match rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs })) {
         Some(Err(over)) => {
             pr_warn_ratelimited!(
                 "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",
@@ -201,12 +203,14 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
             );
             chain.clear();
             maps.unmap_all();
-            encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?
+            let len =
+                encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
+            (len, Sent::Error(ERR_CHUNK))
         }
-        _ => total,
+        _ => (total, how),
     };
     let wrote = written[..nwrites].iter().any(|&w| w > 0);
-    count_reply(conn, send_buf.get(..total).unwrap_or(&[]), wrote);
+    count_reply(conn, how, wrote, call.xid);
 
     let invalidate = if conn.info.remote_invalidate() {
         call.single_handle()
@@ -221,36 +225,36 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     Ok(len as usize)
 }
 
-/// Counts a Reply by how it goes, from its transport header `hdr`: an
-/// RDMA_ERROR, in a Reply chunk (RDMA_NOMSG), with payload in Write
-/// chunks (`wrote`), or inline.
-fn count_reply(conn: &Connection, hdr: &[u8], wrote: bool) {
+/// How a Reply goes: its transport header's procedure.
+enum Sent {
+    /// RDMA_MSG: inline, with payloads in Write chunks if any.
+    Msg,
+    /// RDMA_NOMSG: in the Reply chunk.
+    NoMsg,
+    /// RDMA_ERROR with this error code.
+    Error(u32),
+}
+
+/// Counts a Reply by how it goes; `wrote`: payload went in Write chunks.
+fn count_reply(conn: &Connection, how: Sent, wrote: bool, xid: u32) {
     let c = &conn.stats.c;
-    match hdr
-        .get(12..16)
-        .map(|p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
-    {
-        Some(RDMA_ERROR) => count_error(conn, hdr),
-        Some(RDMA_NOMSG) => count(&c.replies_reply_chunk, 1),
-        _ if wrote => count(&c.replies_write_chunk, 1),
-        _ => count(&c.replies_inline, 1),
+    match how {
+        Sent::Error(err) => count_error(conn, xid, err),
+        Sent::NoMsg => count(&c.replies_reply_chunk, 1),
+        Sent::Msg if wrote => count(&c.replies_write_chunk, 1),
+        Sent::Msg => count(&c.replies_inline, 1),
     }
 }
 
-/// Counts an RDMA_ERROR by its error code (RFC 8166: 1 ERR_VERS, 2
-/// ERR_CHUNK), from its transport header `hdr`.
-fn count_error(conn: &Connection, hdr: &[u8]) {
+/// Counts and traces an RDMA_ERROR to `xid` by its error code (RFC 8166:
+/// 1 ERR_VERS, 2 ERR_CHUNK).
+fn count_error(conn: &Connection, xid: u32, err: u32) {
     let c = &conn.stats.c;
-    let word = |at: usize| {
-        hdr.get(at..at + 4)
-            .map_or(0, |p| u32::from_be_bytes([p[0], p[1], p[2], p[3]]))
-    };
-    let err = word(16);
     match err {
         ERR_VERS => count(&c.rdma_errors_vers, 1),
         _ => count(&c.rdma_errors_chunk, 1),
     }
-    crate::trace::rdma_error(conn.id, word(0), err);
+    crate::trace::rdma_error(conn.id, xid, err);
 }
 
 /// Builds in `ctxt` the RDMA_ERROR RFC 8166 asks for in answer to a Call
@@ -263,13 +267,15 @@ pub(super) fn build_error(
     err: &DecodeError,
 ) -> Result<bool> {
     let res = conn.res().ok_or(ENOTCONN)?;
-    let len = match encode_error_for(&mut ctxt.send_buf[..], err, conn.info.credits) {
-        Ok(Some(len)) => len,
-        _ => return Ok(false),
+    let (Some((xid, code)), Ok(Some(len))) = (
+        err.answer(),
+        encode_error_for(&mut ctxt.send_buf[..], err, conn.info.credits),
+    ) else {
+        return Ok(false);
     };
     ctxt.chain.clear();
     ctxt.maps.unmap_all();
     ctxt.send_inline(res.pd.local_dma_lkey(), len, None)?;
-    count_error(conn, &ctxt.send_buf[..len]);
+    count_error(conn, xid, code);
     Ok(true)
 }

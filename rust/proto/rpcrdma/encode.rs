@@ -213,11 +213,9 @@ pub fn encode_error_for(
     err: &DecodeError,
     credits: u32,
 ) -> Result<Option<usize>, EncodeError> {
-    match *err {
-        DecodeError::TooShort | DecodeError::PeerError { .. } => Ok(None),
-        DecodeError::Version { xid, .. } => {
-            encode_error_vers(out, xid, credits, VERSION, VERSION).map(Some)
-        }
-        DecodeError::Chunk { xid, .. } => encode_error_chunk(out, xid, credits).map(Some),
+    match err.answer() {
+        None => Ok(None),
+        Some((xid, ERR_VERS)) => encode_error_vers(out, xid, credits, VERSION, VERSION).map(Some),
+        Some((xid, _)) => encode_error_chunk(out, xid, credits).map(Some),
     }
 }

@@ -239,6 +239,16 @@ impl DecodeError {
         }
     }
 
+    /// The RDMA_ERROR that answers it, as (XID, `ERR_VERS` or `ERR_CHUNK`);
+    /// `None` when the message gets no answer.
+    pub fn answer(&self) -> Option<(u32, u32)> {
+        match *self {
+            DecodeError::TooShort | DecodeError::PeerError { .. } => None,
+            DecodeError::Version { xid, .. } => Some((xid, ERR_VERS)),
+            DecodeError::Chunk { xid, .. } => Some((xid, ERR_CHUNK)),
+        }
+    }
+
     /// A short description for a log line.
     pub fn as_str(&self) -> &'static str {
         match self {

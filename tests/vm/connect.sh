@@ -370,12 +370,15 @@ t_real_nfs_client_connects() {
 }
 
 # The counters agree with a known workload (issue 21): 8 MiB written and
-# read back (direct I/O, rsize=wsize=1M, NFSv4.2) move at least 8 MiB by
-# RDMA Read and by RDMA Write on the mount's connection, in at least 16
-# Calls, with no error; the device and module totals hold at least the
-# connection's counts, also once it is gone; svcrdma-stat shows it; and a
-# bad version and a bad procedure from hostile.py move the module's
-# ERR_VERS and ERR_CHUNK counters.
+# its first 4 MiB read back (direct I/O, rsize=wsize=1M, NFSv4.2) move
+# 8 MiB (and not 9) by RDMA Read and 4 MiB (and not 5) by RDMA Write on
+# the mount's connection: the two directions cannot be swapped. At least
+# 12 Calls, Replies by kind (the 4 READs' in Write chunks, the rest inline:
+# at least the 8 WRITEs'), bytes inline both ways, registrations and
+# invalidations on an FRMR connection, no error; the device and module
+# totals hold at least the connection's counts, also once it is gone;
+# svcrdma-stat shows it; and a bad version and a bad procedure from
+# hostile.py move the module's ERR_VERS and ERR_CHUNK counters.
 t_counters_rxe() {
 	IP=$(cat /tmp/guest_ip)
 	local m=/mnt/counters c= n max=0 k v rc=0
@@ -392,21 +395,35 @@ t_counters_rxe() {
 	[ -d $c/stats ] || fail "no $c/stats/"
 	head -c $((8 << 20)) /dev/urandom >/tmp/counters.src
 	dd if=/tmp/counters.src of=$m/counters.dat bs=1M oflag=direct status=none || fail "write failed"
-	dd if=$m/counters.dat of=/tmp/counters.back bs=1M iflag=direct status=none || fail "read failed"
-	cmp -s /tmp/counters.src /tmp/counters.back || fail "read back differs"
+	dd if=$m/counters.dat of=/tmp/counters.back bs=1M count=4 iflag=direct status=none || fail "read failed"
+	cmp -s -n $((4 << 20)) /tmp/counters.src /tmp/counters.back || fail "read back differs"
 	for k in calls bytes_read bytes_written wr_read wr_write wr_send replies_write_chunk \
+		replies_inline bytes_recv_inline bytes_sent_inline mr_reg mr_inv_local mr_inv_remote \
 		completion_errors rdma_errors_vers rdma_errors_chunk; do
 		rd $c/stats/$k
 		[[ $REPLY =~ ^[0-9]+$ ]] || fail "$c/stats/$k: '$REPLY' is not a number"
 		got[$k]=$REPLY
 	done
 	for k in "${!got[@]}"; do echo "connection $max $k ${got[$k]}"; done | sort
-	((got[bytes_read] >= 8 << 20)) || fail "bytes_read ${got[bytes_read]}: less than the 8 MiB written"
-	((got[bytes_written] >= 8 << 20)) || fail "bytes_written ${got[bytes_written]}: less than the 8 MiB read"
-	((got[calls] >= 16)) || fail "calls ${got[calls]}: fewer than the 16 I/Os"
+	((got[bytes_read] >= 8 << 20 && got[bytes_read] < 9 << 20)) ||
+		fail "bytes_read ${got[bytes_read]}: not the 8 MiB written (by RDMA Read)"
+	((got[bytes_written] >= 4 << 20 && got[bytes_written] < 5 << 20)) ||
+		fail "bytes_written ${got[bytes_written]}: not the 4 MiB read back (by RDMA Write)"
+	((got[calls] >= 12)) || fail "calls ${got[calls]}: fewer than the 12 I/Os"
 	((got[wr_read] > 0 && got[wr_write] > 0 && got[wr_send] >= got[calls])) ||
 		fail "work requests: read ${got[wr_read]}, write ${got[wr_write]}, send ${got[wr_send]} for ${got[calls]} calls"
-	((got[replies_write_chunk] >= 8)) || fail "replies_write_chunk ${got[replies_write_chunk]}: fewer than the 8 READs"
+	((got[replies_write_chunk] >= 4 && got[replies_write_chunk] <= 6)) ||
+		fail "replies_write_chunk ${got[replies_write_chunk]}: not the 4 READs'"
+	((got[replies_inline] >= 8)) || fail "replies_inline ${got[replies_inline]}: fewer than the 8 WRITEs'"
+	((got[bytes_recv_inline] >= 60 * got[calls] && got[bytes_sent_inline] >= 28 * got[calls])) ||
+		fail "inline bytes: received ${got[bytes_recv_inline]}, sent ${got[bytes_sent_inline]} for ${got[calls]} calls"
+	rd $c/memreg
+	if [ "$REPLY" = frmr ]; then
+		((got[mr_reg] >= 8 && got[mr_inv_local] + got[mr_inv_remote] >= 8)) ||
+			fail "FRMR connection: ${got[mr_reg]} registrations, ${got[mr_inv_local]}+${got[mr_inv_remote]} invalidations for 8 WRITEs"
+	else
+		((got[mr_reg] == 0)) || fail "$REPLY connection: ${got[mr_reg]} registrations"
+	fi
 	((got[completion_errors] + got[rdma_errors_vers] + got[rdma_errors_chunk] == 0)) ||
 		fail "errors on a clean workload"
 	for k in "$S/stats" "$S/devices/rxe0/stats"; do
@@ -417,7 +434,7 @@ t_counters_rxe() {
 	/usr/bin/python3 -c 'import json, sys
 j = json.loads(open(sys.argv[1]).readline())
 c = [x for x in j["connections"] if x["id"] == int(sys.argv[2])]
-assert c and c[0]["calls"] >= int(sys.argv[3]) and c[0]["mb_in"] >= 8.3, c' /tmp/counters.json $max "${got[calls]}" ||
+assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 and 4.1 <= c[0]["mb_out"] < 5.5, c' /tmp/counters.json $max "${got[calls]}" ||
 		fail "svcrdma-stat does not show connection $max with its counts: $(cat /tmp/counters.json)"
 	"$ROOT/scripts/svcrdma-stat" -1
 	timeout 60 umount $m || fail "umount failed"
@@ -436,11 +453,12 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and c[0]["mb_in"] >= 8.3, c' /tmp
 }
 
 # Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs, a
-# connection's accept and an RDMA_ERROR (hostile.py's bad version) are
-# recorded, with the connection id and the error's name; with them
+# connection's accept, an RDMA_ERROR (hostile.py's bad version) and the
+# CM's DISCONNECTED when hostile.py leaves are recorded, each with the
+# same, non-zero connection id, and the error's name and XID; with them
 # disabled again, nothing more is.
 t_tracepoints_rxe() {
-	local T=/sys/kernel/tracing rc=0 n
+	local T=/sys/kernel/tracing rc=0 n id
 	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
 	[ -d $T/events/svcrdma_rs ] || fail "no events/svcrdma_rs in tracefs"
 	ls $T/events/svcrdma_rs
@@ -448,16 +466,23 @@ t_tracepoints_rxe() {
 	: >$T/trace
 	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_accept/enable
 	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_rdma_error/enable
+	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_cm_event/enable
 	echo 1 >$T/tracing_on
 	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
 		>/tmp/trace.hostile 2>&1 || rc=$?
+	# The CM reports the disconnection after hostile.py has gone.
+	wait_for 10 grep -aq 'svcrdma_rs_cm_event: .*(disconnected)' $T/trace || true
 	echo 0 >$T/tracing_on
 	[ "$rc" = 0 ] || fail "hostile.py --only version_0x2: exit $rc: $(tail -n 5 /tmp/trace.hostile)"
 	grep -a 'svcrdma_rs_' $T/trace | first 10
-	grep -aq 'svcrdma_rs_accept: conn=[0-9]* peer=.* device=rxe0 model=' $T/trace ||
-		fail "no svcrdma_rs_accept event for hostile.py's connection"
-	grep -aq 'svcrdma_rs_rdma_error: conn=[0-9]* xid=0x[0-9a-f]* err=ERR_VERS' $T/trace ||
-		fail "no svcrdma_rs_rdma_error ERR_VERS event for the bad version"
+	id=$(grep -ao 'svcrdma_rs_accept: conn=[1-9][0-9]* peer=[^ ]* device=rxe0 model=[a-z_]*' $T/trace |
+		head -n 1 | sed 's/.*conn=\([0-9]*\).*/\1/')
+	[ -n "$id" ] || fail "no svcrdma_rs_accept event for hostile.py's connection"
+	# hostile.py draws its XIDs from 0x48000000 up (tests/tools/hostile.py).
+	grep -aEq "svcrdma_rs_rdma_error: conn=$id xid=0x48[0-9a-f]{6} err=ERR_VERS" $T/trace ||
+		fail "no svcrdma_rs_rdma_error ERR_VERS event on connection $id with the bad version's XID"
+	grep -aq "svcrdma_rs_cm_event: conn=$id event=[0-9]* (disconnected)" $T/trace ||
+		fail "no svcrdma_rs_cm_event DISCONNECTED on connection $id"
 	echo 0 >$T/events/svcrdma_rs/enable
 	: >$T/trace
 	echo 1 >$T/tracing_on

@@ -204,8 +204,16 @@ t_dead_peer_parks_no_thread() {
 	read -r -t 120 -u $pin l || true
 	[[ $l == parked* ]] || fail "park.py: '${l:-no answer}': $(tail -n 3 /tmp/park.err)"
 	echo "park.py: $l"
-	# The Reads go out once a thread takes the calls: give it the time.
+	# The Reads go out once a thread takes the calls: give it the time,
+	# and see that they did (a module that lost the calls would pass the
+	# timing below without having anything in flight).
 	nap 2
+	local reads=0 f
+	for f in $S/connections/*/stats/wr_read; do
+		[ -r "$f" ] && reads=$((reads + $(cat "$f")))
+	done
+	echo "RDMA Reads posted to the dead peer: $reads"
+	((reads > 0)) || { echo go >&$pout; fail "no RDMA Read was posted for the dead peer's calls"; }
 	t0=${EPOCHREALTIME/./}
 	timeout 60 stat -c %s $tm/probe >/dev/null || { echo go >&$pout; fail "the TCP client was not served within 60 s while a dead peer's Reads were in flight: they held the only nfsd thread"; }
 	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))

@@ -48,7 +48,7 @@ module! {
 /// backchannel holds a module reference too).
 struct SvcRdmaRs {
     #[cfg(svcrdma_rs_backchannel)]
-    _bc_class: sunrpc::ClientRegistration,
+    _bc_class: sunrpc::ClientRegistration<transport::RdmaBc>,
     _class: sunrpc::Registration<transport::Rdma>,
     _registry: transport::InstalledRegistry,
 }

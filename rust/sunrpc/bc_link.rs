@@ -37,7 +37,7 @@ impl SvcXprt {
     /// Binds `bc` as this transport's backchannel if none is bound yet;
     /// `false` if one was. On success the link owns one reference on `bc`,
     /// which the caller must have taken for it.
-    pub(crate) fn bind_backchannel(&self, bc: &RpcXprt) -> bool {
+    pub(super) fn bind_backchannel(&self, bc: &RpcXprt) -> bool {
         // SAFETY: a valid `svc_xprt`; the shim compares and exchanges the
         // link atomically, so only one caller ever finds it empty.
         let old = unsafe { bindings::svcrdma_rs_xprt_bc_bind(self.as_ptr(), bc.as_ptr()) };

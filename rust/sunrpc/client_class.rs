@@ -8,21 +8,24 @@
 //! `XPRT_TRANSPORT_BC`. A class also lists the network identifiers it
 //! answers to (`netid`, looked up by `xprt_find_transport_ident()` and
 //! friends): the list ends with an empty string, which is part of our
-//! storage, so a lookup by netid never reads past the class.
+//! storage, so a lookup by netid never reads past the class. A class's
+//! `setup` and the operations of the transports it builds come from a
+//! [`BcOps`] implementation.
+
+use core::marker::PhantomData;
 
 use kernel::{
     error::to_result,
     prelude::*,
-    sync::atomic::{ordering::Relaxed, Atomic},
+    sync::atomic::{
+        ordering::{Acquire, Relaxed, Release},
+        Atomic,
+    },
     types::Opaque,
 };
 
+use super::{bc_ops::Adapter, BcOps};
 use crate::bindings;
-
-/// The setup function of a class: builds a transport for
-/// `xprt_create_transport()`.
-pub(crate) type Setup =
-    unsafe extern "C" fn(args: *mut bindings::xprt_create) -> *mut bindings::rpc_xprt;
 
 /// A class and the terminator of its (empty) `netid` list, laid out as C
 /// sees a class with a one-entry flexible array.
@@ -38,47 +41,64 @@ const _: () = assert!(
     core::mem::offset_of!(Storage, netid) == core::mem::offset_of!(bindings::xprt_class, netid)
 );
 
-/// Storage for one `xprt_class`, meant to be a `static`.
+/// Storage for one `xprt_class` whose transports are `O`'s backchannels,
+/// meant to be a `static`.
 ///
 /// sunrpc links a registered class into its global list and reads it from
 /// any context, so it must never move: only `&'static` instances can be
 /// registered.
-pub(crate) struct ClientClass {
+pub(crate) struct ClientClass<O: BcOps> {
     storage: Opaque<Storage>,
+    /// Claimed by a `register` (which alone may write `storage`), until
+    /// the registration ends.
     registered: Atomic<bool>,
+    /// `storage` is written (published with release ordering after the
+    /// write), and stays unchanged until the registration ends.
+    ready: Atomic<bool>,
+    _ops: PhantomData<O>,
 }
 
 // The class is written only by `register`, before sunrpc can see it and
 // while `registered` guarantees no other `register` runs; afterwards only
-// sunrpc touches it (under its `xprt_list_lock`) and `owner` is read.
+// sunrpc touches it (under its `xprt_list_lock`) and its owner and
+// identifier are read.
 // SAFETY: so shared access never races with a write.
-unsafe impl Sync for ClientClass {}
+unsafe impl<O: BcOps> Sync for ClientClass<O> {}
 
-impl ClientClass {
+impl<O: BcOps> ClientClass<O> {
     /// An unregistered class.
     pub(crate) const fn new() -> Self {
         Self {
             storage: Opaque::uninit(),
             registered: Atomic::new(false),
+            ready: Atomic::new(false),
+            _ops: PhantomData,
         }
     }
 
     /// The C object (for `rpc_xprt::xprt_class`).
-    pub(crate) fn as_ptr(&self) -> *mut bindings::xprt_class {
+    pub(super) fn as_ptr(&self) -> *mut bindings::xprt_class {
         // `class` is the first field of a `#[repr(C)]` struct.
         self.storage.get().cast()
     }
 
-    /// The module the class belongs to (set at registration).
-    pub(crate) fn owner(&self) -> *mut bindings::module {
-        // Only transports of a registered class call this; its `owner` was
-        // written before sunrpc, and so they, could see the class.
-        // SAFETY: so the field is initialized and no longer changes.
-        unsafe { (*self.as_ptr()).owner }
+    /// The module the class belongs to and the identifier of its
+    /// transports, once [`ClientClass::register`] has set them.
+    pub(super) fn owner_and_ident(&self) -> Option<(*mut bindings::module, i32)> {
+        if !self.ready.load(Acquire) {
+            return None;
+        }
+        // The fields were written before `ready` was set (seen above, with
+        // acquire ordering) and do not change until the registration ends.
+        // SAFETY: so both are initialized and no write races the reads.
+        Some(unsafe {
+            let c = self.as_ptr();
+            ((*c).owner, (*c).ident)
+        })
     }
 
     /// Registers the class with sunrpc: `name` (at most 31 bytes, shown in
-    /// the kernel log), transports with identifier `ident` built by
+    /// the kernel log), transports with identifier `ident` built by `O`'s
     /// `setup`.
     ///
     /// Fails with `EEXIST` if sunrpc already has a class with that
@@ -90,11 +110,10 @@ impl ClientClass {
         name: &'static CStr,
         owner: &'static ThisModule,
         ident: i32,
-        setup: Setup,
-    ) -> Result<ClientRegistration> {
+    ) -> Result<ClientRegistration<O>> {
         let mut class = bindings::xprt_class {
             ident,
-            setup: Some(setup),
+            setup: Some(Adapter::<O>::setup),
             owner: owner.as_ptr().cast(),
             ..Default::default()
         };
@@ -116,10 +135,12 @@ impl ClientClass {
         // SAFETY: `registered` was false, so sunrpc does not know this class
         // and nobody else writes it: we have exclusive access.
         unsafe { self.storage.get().write(storage) };
+        self.ready.store(true, Release);
         // SAFETY: the class is initialized, `'static` and never moves, so it
         // outlives its registration; its netid list is terminated.
         let ret = to_result(unsafe { bindings::xprt_register_transport(self.as_ptr()) });
         if let Err(e) = ret {
+            self.ready.store(false, Relaxed);
             self.registered.store(false, Relaxed);
             return Err(e);
         }
@@ -128,16 +149,17 @@ impl ClientClass {
 }
 
 /// A registered client transport class; dropping it unregisters the class.
-pub(crate) struct ClientRegistration {
-    class: &'static ClientClass,
+pub(crate) struct ClientRegistration<O: BcOps> {
+    class: &'static ClientClass<O>,
 }
 
-impl Drop for ClientRegistration {
+impl<O: BcOps> Drop for ClientRegistration<O> {
     fn drop(&mut self) {
         // Every transport the class built holds a reference on the owner
         // module: while one exists, the module and this registration stay.
         // SAFETY: registered by `ClientClass::register`; unregistered once.
         unsafe { bindings::xprt_unregister_transport(self.class.as_ptr()) };
+        self.class.ready.store(false, Relaxed);
         self.class.registered.store(false, Relaxed);
     }
 }

@@ -68,7 +68,7 @@ impl RpcXprt {
     /// # Safety
     ///
     /// `net` must be a live network namespace.
-    pub(crate) unsafe fn alloc(
+    pub(super) unsafe fn alloc(
         net: *mut bindings::net,
         size: usize,
         slots: u32,
@@ -93,7 +93,7 @@ impl RpcXprt {
     /// `ptr` must come from [`RpcXprt::alloc`], and nothing may refer to
     /// it any more: never handed to sunrpc, or its last reference gone (the
     /// class's `destroy` op).
-    pub(crate) unsafe fn free(ptr: *mut bindings::rpc_xprt) {
+    pub(super) unsafe fn free(ptr: *mut bindings::rpc_xprt) {
         // SAFETY: per the function's safety requirements.
         unsafe { bindings::xprt_free(ptr) };
     }
@@ -103,7 +103,7 @@ impl RpcXprt {
     /// # Safety
     ///
     /// `ptr` must point to a live `rpc_xprt` that stays valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_xprt) -> &'a Self {
         // SAFETY: `RpcXprt` is a transparent wrapper of `Opaque<rpc_xprt>`;
         // validity is the caller's promise.
         unsafe { &*ptr.cast::<Self>() }
@@ -115,7 +115,7 @@ impl RpcXprt {
     }
 
     /// Takes one more reference.
-    pub(crate) fn get(&self) {
+    pub(super) fn get(&self) {
         // SAFETY: a live transport has a reference count above zero, so
         // this always succeeds; its result is the transport itself.
         unsafe { bindings::xprt_get(self.as_ptr()) };
@@ -134,7 +134,7 @@ impl RpcXprt {
     /// to sunrpc); `class`, `ops` and `timeout` must outlive it; `server`
     /// must stay valid while sunrpc may call the transport's ops.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn init_connected(
+    pub(super) unsafe fn init_connected(
         &self,
         class: *const bindings::xprt_class,
         ops: &'static bindings::rpc_xprt_ops,
@@ -179,7 +179,7 @@ impl RpcXprt {
     /// The transport must be new (as for [`RpcXprt::init_connected`]);
     /// `sa` must point to `len` readable bytes of an `AF_INET` or
     /// `AF_INET6` address.
-    pub(crate) unsafe fn set_peer(
+    pub(super) unsafe fn set_peer(
         &self,
         sa: *const bindings::sockaddr,
         len: usize,
@@ -239,7 +239,7 @@ impl RpcXprt {
     /// # Safety
     ///
     /// Nobody else may use the transport any more (its `destroy` op).
-    pub(crate) unsafe fn free_peer_strings(&self) {
+    pub(super) unsafe fn free_peer_strings(&self) {
         // SAFETY: ours alone (caller's promise).
         let s = unsafe { &mut (*self.as_ptr()).address_strings };
         for i in [bindings::RPC_DISPLAY_ADDR, bindings::RPC_DISPLAY_PORT] {
@@ -252,7 +252,7 @@ impl RpcXprt {
 
     /// The server transport a backchannel rides on (set by
     /// [`RpcXprt::init_connected`]).
-    pub(crate) fn server(&self) -> *mut bindings::svc_xprt {
+    pub(super) fn server(&self) -> *mut bindings::svc_xprt {
         // SAFETY: a live transport; `bc_xprt` is written once, before
         // sunrpc sees the transport.
         unsafe { (*self.as_ptr()).bc_xprt }

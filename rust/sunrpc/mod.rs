@@ -8,14 +8,20 @@
 #[cfg(svcrdma_rs_backchannel)]
 mod bc_link;
 #[cfg(svcrdma_rs_backchannel)]
+mod bc_ops;
+#[cfg(svcrdma_rs_backchannel)]
 mod client_class;
 #[cfg(svcrdma_rs_backchannel)]
 mod client_xprt;
+#[cfg(svcrdma_rs_backchannel)]
+mod module_ref;
 mod rqst;
 mod xprt;
 mod xprt_class;
 mod xprt_ops;
 
+#[cfg(svcrdma_rs_backchannel)]
+pub(crate) use bc_ops::{BcOps, BcParams, BoundBackchannel, SetupArgs};
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use client_class::{ClientClass, ClientRegistration};
 #[cfg(svcrdma_rs_backchannel)]

@@ -39,6 +39,6 @@ mod sq;
 mod stats;
 
 #[cfg(svcrdma_rs_backchannel)]
-pub(crate) use backchannel::register_class as register_bc_class;
+pub(crate) use backchannel::{register_class as register_bc_class, RdmaBc};
 pub(crate) use ops::{register_class, Rdma};
 pub(crate) use registry::{install as install_registry, Installed as InstalledRegistry, Registry};

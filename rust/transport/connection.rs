@@ -372,9 +372,10 @@ impl Connection {
     /// How many nfsd threads may be in `xpo_recvfrom` on this connection at
     /// once: all but a quarter of the service's (at least one left over).
     ///
-    /// A thread receiving a Call with Read chunks sleeps until its RDMA
-    /// Reads complete; from a peer that stopped answering, that is only
-    /// when the QP gives up (~17 s on RoCE with our ACK timeout). Without a
+    /// RDMA Reads no longer hold a thread (they complete asynchronously),
+    /// but a receiving thread still sleeps when the connection is out of
+    /// send-queue slots or MRs, which a peer that stopped answering holds
+    /// until the QP gives up (~17 s on RoCE with our ACK timeout). Without a
     /// bound, sunrpc keeps handing this connection its threads (it releases
     /// `XPT_BUSY` early in each receive) until every thread sleeps there and
     /// every other client waits too. The bound is exact: sunrpc dispatches
@@ -519,8 +520,8 @@ impl Connection {
     pub(crate) fn ctxt_put(&self, mut c: KBox<CallCtxt>) {
         c.reset();
         if !c.mrs.is_empty() {
-            // Cannot happen: `rw::read_chunks` releases or retires every MR
-            // it takes. Were one still held, it might be registered, and
+            // Cannot happen: a Call's Read chain releases or retires every
+            // MR it takes (`rw::reads_finished`). Were one still held, it might be registered, and
             // this may run in completion context, where it cannot be
             // deregistered: the connection closes and the entries stay out
             // of the pool, mapped, until the pool drops after the QP.

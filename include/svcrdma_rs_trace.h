@@ -18,6 +18,10 @@
 #define _SVCRDMA_RS_TRACE_H
 
 #include <linux/tracepoint.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <trace/misc/rdma.h>
 
 TRACE_EVENT(svcrdma_rs_accept,
 	TP_PROTO(u64 conn, const char *peer, const char *device, const char *model),
@@ -86,7 +90,7 @@ TRACE_EVENT(svcrdma_rs_rdma_error,
 		__entry->err = err;
 	),
 	TP_printk("conn=%llu xid=0x%08x err=%s", __entry->conn, __entry->xid,
-		  __entry->err == 1 ? "ERR_VERS" : __entry->err == 2 ? "ERR_CHUNK" : "?")
+		  __print_symbolic(__entry->err, { 1, "ERR_VERS" }, { 2, "ERR_CHUNK" }))
 );
 
 TRACE_EVENT(svcrdma_rs_post_err,
@@ -118,8 +122,8 @@ TRACE_EVENT(svcrdma_rs_wc_err,
 		__entry->status = status;
 		__entry->vendor_err = vendor_err;
 	),
-	TP_printk("conn=%llu status=%u (%s) vendor_err=0x%x", __entry->conn,
-		  __entry->status, ib_wc_status_msg(__entry->status), __entry->vendor_err)
+	TP_printk("conn=%llu status=%s vendor_err=0x%x", __entry->conn,
+		  rdma_show_wc_status(__entry->status), __entry->vendor_err)
 );
 
 /* An event that ends a connection: a QP event or a CM event, by number. */
@@ -140,15 +144,13 @@ DECLARE_EVENT_CLASS(svcrdma_rs_conn_event,
 DEFINE_EVENT_PRINT(svcrdma_rs_conn_event, svcrdma_rs_qp_err,
 	TP_PROTO(u64 conn, u32 event),
 	TP_ARGS(conn, event),
-	TP_printk("conn=%llu event=%u (%s)", __entry->conn, __entry->event,
-		  ib_event_msg(__entry->event))
+	TP_printk("conn=%llu event=%s", __entry->conn, rdma_show_ib_event(__entry->event))
 );
 
 DEFINE_EVENT_PRINT(svcrdma_rs_conn_event, svcrdma_rs_cm_event,
 	TP_PROTO(u64 conn, u32 event),
 	TP_ARGS(conn, event),
-	TP_printk("conn=%llu event=%u (%s)", __entry->conn, __entry->event,
-		  rdma_event_msg(__entry->event))
+	TP_printk("conn=%llu event=%s", __entry->conn, rdma_show_cm_event(__entry->event))
 );
 
 TRACE_EVENT(svcrdma_rs_sq_wait,

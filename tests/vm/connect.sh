@@ -471,7 +471,7 @@ t_tracepoints_rxe() {
 	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
 		>/tmp/trace.hostile 2>&1 || rc=$?
 	# The CM reports the disconnection after hostile.py has gone.
-	wait_for 10 grep -aq 'svcrdma_rs_cm_event: .*(disconnected)' $T/trace || true
+	wait_for 10 grep -aq 'svcrdma_rs_cm_event: .*event=DISCONNECTED' $T/trace || true
 	echo 0 >$T/tracing_on
 	[ "$rc" = 0 ] || fail "hostile.py --only version_0x2: exit $rc: $(tail -n 5 /tmp/trace.hostile)"
 	grep -a 'svcrdma_rs_' $T/trace | first 10
@@ -481,7 +481,7 @@ t_tracepoints_rxe() {
 	# hostile.py draws its XIDs from 0x48000000 up (tests/tools/hostile.py).
 	grep -aEq "svcrdma_rs_rdma_error: conn=$id xid=0x48[0-9a-f]{6} err=ERR_VERS" $T/trace ||
 		fail "no svcrdma_rs_rdma_error ERR_VERS event on connection $id with the bad version's XID"
-	grep -aq "svcrdma_rs_cm_event: conn=$id event=[0-9]* (disconnected)" $T/trace ||
+	grep -aq "svcrdma_rs_cm_event: conn=$id event=DISCONNECTED" $T/trace ||
 		fail "no svcrdma_rs_cm_event DISCONNECTED on connection $id"
 	echo 0 >$T/events/svcrdma_rs/enable
 	: >$T/trace

@@ -112,31 +112,27 @@ impl Chain {
                 .sges
                 .get(first..first + count)
                 .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
-            match wr.base_ref().opcode {
-                bindings::IB_WR_RDMA_READ => {
-                    t.reads += 1;
-                    t.read_bytes += bytes;
+            // One more request of its kind, and its bytes.
+            fn add(n: &mut u64, b: &mut u64, bytes: u64) {
+                *n += 1;
+                *b += bytes;
+            }
+            let op = wr.base_ref().opcode;
+            match op {
+                bindings::IB_WR_RDMA_READ | bindings::IB_WR_RDMA_READ_WITH_INV => {
+                    add(&mut t.reads, &mut t.read_bytes, bytes)
                 }
-                bindings::IB_WR_RDMA_READ_WITH_INV => {
-                    t.reads += 1;
-                    t.read_bytes += bytes;
-                    t.local_invs += 1;
-                }
-                bindings::IB_WR_RDMA_WRITE => {
-                    t.writes += 1;
-                    t.write_bytes += bytes;
-                }
-                bindings::IB_WR_SEND => {
-                    t.sends += 1;
-                    t.send_bytes += bytes;
-                }
-                bindings::IB_WR_SEND_WITH_INV => {
-                    t.sends += 1;
-                    t.send_bytes += bytes;
-                    t.remote_invs += 1;
+                bindings::IB_WR_RDMA_WRITE => add(&mut t.writes, &mut t.write_bytes, bytes),
+                bindings::IB_WR_SEND | bindings::IB_WR_SEND_WITH_INV => {
+                    add(&mut t.sends, &mut t.send_bytes, bytes)
                 }
                 bindings::IB_WR_REG_MR => t.regs += 1,
-                bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
+                _ => {}
+            }
+            // An invalidation, alone or carried by a Read or a Send.
+            match op {
+                bindings::IB_WR_RDMA_READ_WITH_INV | bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
+                bindings::IB_WR_SEND_WITH_INV => t.remote_invs += 1,
                 _ => {}
             }
         }

@@ -37,6 +37,7 @@ use crate::{
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
         qp::Qp,
+        recv::RecvSlot,
         wr::Tally,
         Cq, Pd,
     },
@@ -118,8 +119,8 @@ pub(crate) struct Connection {
 pub(crate) enum Work {
     /// A Call whose RDMA Reads completed.
     ReadsDone(KBox<CallCtxt>),
-    /// A received buffer, by index.
-    Received(u16),
+    /// A received buffer.
+    Received(RecvSlot),
 }
 
 /// An nfsd thread receiving on a connection ([`Connection::enter_recv`]).
@@ -149,9 +150,9 @@ impl Drop for InRecv<'_> {
 /// each miss the other, a store-load reordering that x86 allows, and the
 /// Call would wait for the client's next message.)
 struct Ready {
-    /// Indices of received buffers, oldest first. Capacity for every
-    /// buffer is reserved up front, so the completion path never allocates.
-    queue: KVec<u16>,
+    /// Received buffers, oldest first. Capacity for every buffer is
+    /// reserved up front, so the completion path never allocates.
+    queue: KVec<RecvSlot>,
     /// Receive buffers the connection has.
     buffers: usize,
     /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
@@ -266,10 +267,10 @@ impl Connection {
     }
 
     /// A receive completed: queue it for nfsd.
-    pub(crate) fn received(&self, index: u16) {
+    pub(crate) fn received(&self, slot: RecvSlot) {
         let established = {
             let mut r = self.ready.lock();
-            if r.queue.push_within_capacity(index).is_err() {
+            if r.queue.push_within_capacity(slot).is_err() {
                 drop(r);
                 // Cannot happen: one slot per buffer. Treat as fatal, safely.
                 self.fatal();

@@ -28,7 +28,7 @@ use crate::{
         layout::Payload,
     },
     rdma::{
-        dma::DmaMaps,
+        dma::{Dir, DmaDev, DmaMaps, MappedBuf},
         owned::{Cqe, ERR},
         wr::Chain,
         Device,
@@ -46,11 +46,6 @@ pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
 pub(crate) const MAX_READ_CHUNKS: usize = 8;
 
 /// One RPC's transport state.
-///
-/// # Invariants
-///
-/// `send_dma` maps `send_buf` (`SEND_SIZE` bytes) on `dev` for the device
-/// to read, for the whole life of the context.
 pub(crate) struct CallCtxt {
     /// The Call's transport header, copied out of the receive buffer.
     pub(crate) hdr: KVec<u8>,
@@ -58,9 +53,9 @@ pub(crate) struct CallCtxt {
     pub(crate) payloads: [Payload; MAX_WRITE_CHUNKS],
     /// Write chunks handed out to `xpo_result_payload` so far.
     pub(crate) next_write: usize,
-    /// The Reply's transport header and inline part.
-    pub(crate) send_buf: KVec<u8>,
-    pub(crate) send_dma: u64,
+    /// The Reply's transport header and inline part (`SEND_SIZE` bytes,
+    /// mapped for the device to read).
+    pub(crate) send_buf: MappedBuf,
     /// Work requests being built.
     pub(crate) chain: Chain,
     /// DMA mappings of this RPC's data pages.
@@ -91,14 +86,13 @@ pub(crate) struct CallCtxt {
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
     pub(crate) status: Atomic<u32>,
-    dev: *mut bindings::ib_device,
 }
 
 // One party owns a context at a time: the nfsd thread working on its RPC,
 // or, once a chain is posted with it, that chain's completion
 // (`rdma::owned`); the handler of the chain's failed unsignaled requests
 // borrows it meanwhile and only records a status in its atomic (and reads
-// `conn`, set at creation). The device pointer is only used to (un)map.
+// `conn`, set at creation).
 // SAFETY: so, and the connection is only shared (`&Connection` is `Sync`).
 unsafe impl Send for CallCtxt {}
 // SAFETY: as above.
@@ -118,31 +112,17 @@ impl CallCtxt {
     pub(crate) unsafe fn new(dev: &Device<'_>, conn: &Connection) -> Result<KBox<Self>> {
         let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
         hdr.clear();
-        let mut send_buf = KVec::with_capacity(SEND_SIZE as usize, GFP_KERNEL)?;
-        send_buf.resize(SEND_SIZE as usize, 0, GFP_KERNEL)?;
-        // SAFETY: `send_buf` is a kmalloc'ed buffer that never moves or
-        // changes size while mapped (invariant).
-        let send_dma = unsafe {
-            bindings::svcrdma_rs_dma_map_single(
-                dev.as_ptr(),
-                send_buf.as_mut_ptr().cast(),
-                SEND_SIZE as usize,
-                bindings::DMA_TO_DEVICE,
-            )
-        };
-        // SAFETY: from a mapping call on this device.
-        if unsafe { bindings::svcrdma_rs_dma_mapping_error(dev.as_ptr(), send_dma) } != 0 {
-            return Err(EIO);
-        }
+        // SAFETY: the caller keeps `dev` alive longer than the context, which
+        // holds every copy.
+        let dev = unsafe { DmaDev::new(dev) };
+        let send_buf = MappedBuf::new(dev, SEND_SIZE as usize, Dir::ToDevice)?;
         let ctxt = Self {
             hdr,
             payloads: [NO_PAYLOAD; MAX_WRITE_CHUNKS],
             next_write: 0,
             send_buf,
-            send_dma,
             chain: Chain::new(),
-            // SAFETY: the caller keeps `dev` alive longer than the context.
-            maps: unsafe { DmaMaps::new(dev) },
+            maps: DmaMaps::new(dev),
             mrs: KVec::new(),
             pages: KVec::new(),
             arg_pages: KVec::new(),
@@ -155,7 +135,6 @@ impl CallCtxt {
             conn,
             sq_held: 0,
             status: Atomic::new(0),
-            dev: dev.as_ptr(),
         };
         // If the box cannot be allocated, `ctxt` drops and unmaps.
         Ok(KBox::new(ctxt, GFP_KERNEL)?)
@@ -219,27 +198,14 @@ impl CallCtxt {
     /// device first; it invalidates `invalidate` at the peer if given.
     pub(crate) fn send_inline(&mut self, lkey: u32, len: usize, invalidate: Option<u32>) -> Result {
         let len = len.min(SEND_SIZE as usize);
-        self.sync_send(len);
+        self.send_buf.sync_for_device(len);
         let sge = bindings::ib_sge {
-            addr: self.send_dma,
+            addr: self.send_buf.addr(),
             // At most `SEND_SIZE`, a `u32`.
             length: len as u32,
             lkey,
         };
         self.chain.send(&[sge], invalidate)
-    }
-
-    /// Makes the first `len` bytes of the send buffer visible to the device.
-    fn sync_send(&self, len: usize) {
-        // SAFETY: a live mapping (invariant), `len` within it.
-        unsafe {
-            bindings::svcrdma_rs_dma_sync_for_device(
-                self.dev,
-                self.send_dma,
-                len.min(SEND_SIZE as usize),
-                bindings::DMA_TO_DEVICE,
-            )
-        };
     }
 }
 
@@ -247,16 +213,8 @@ impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.maps.unmap_all();
         self.put_pages();
-        // No work request uses the buffer: a posted Reply holds its context
-        // until its last completion, every other post is waited for.
-        // SAFETY: mapped at creation (invariant), and idle (above).
-        unsafe {
-            bindings::svcrdma_rs_dma_unmap_single(
-                self.dev,
-                self.send_dma,
-                SEND_SIZE as usize,
-                bindings::DMA_TO_DEVICE,
-            )
-        };
+        // The send buffer unmaps as it drops: no work request uses it, as a
+        // posted Reply holds its context until its last completion, and
+        // every other post is waited for.
     }
 }

@@ -33,7 +33,10 @@ use crate::{
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
-    rdma::{dma::DmaMaps, wr::Chain},
+    rdma::{
+        dma::{Dir, DmaMaps},
+        wr::Chain,
+    },
     sunrpc::{Piece, PAGE_SIZE},
 };
 
@@ -152,7 +155,7 @@ fn build_reads(
                 for (page, off, len) in rq.arg_range(dst, seg.length as usize)? {
                     placed += len;
                     // SAFETY: argument pages stay allocated for the RPC.
-                    let addr = unsafe { maps.map_page(page, off, len, bindings::DMA_FROM_DEVICE) }?;
+                    let addr = unsafe { maps.map_page(page, off, len, Dir::FromDevice) }?;
                     if let Some(s) = sges.get_mut(count) {
                         *s = bindings::ib_sge {
                             addr,
@@ -500,10 +503,8 @@ pub(super) fn build_writes(
             // SAFETY: so the Reply's memory outlives the mapping.
             let addr = unsafe {
                 match piece {
-                    Piece::Virt(p, l) => maps.map_virt(p, l, bindings::DMA_TO_DEVICE),
-                    Piece::Page(page, off, l) => {
-                        maps.map_page(page, off, l, bindings::DMA_TO_DEVICE)
-                    }
+                    Piece::Virt(p, l) => maps.map_virt(p, l, Dir::ToDevice),
+                    Piece::Page(page, off, l) => maps.map_page(page, off, l, Dir::ToDevice),
                 }
             }?;
             w.add(addr, piece.len() as u32)

@@ -208,6 +208,11 @@ impl DmaMaps {
         }
     }
 
+    /// The device the mappings are made on.
+    pub(crate) fn dev(&self) -> DmaDev {
+        self.dev
+    }
+
     /// Maps `len` bytes at `offset` of `page` for `dir`; returns the bus
     /// address.
     ///

@@ -36,6 +36,7 @@ use crate::{
     log::pr_warn_ratelimited,
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
+        mr::MrLease,
         qp::Qp,
         recv::RecvSlot,
         wr::Tally,
@@ -214,9 +215,17 @@ impl Connection {
         self.res.as_ref()
     }
 
-    /// Installs the resources (once).
+    /// Installs the resources (once). Their FRMR entries become free
+    /// first: no thread takes any before the resources are there. (That
+    /// cannot fail, room was made by `init_pools`; if it did, the
+    /// connection would close.)
     pub(crate) fn set_res(&self, res: Resources) -> bool {
-        self.res.populate(res)
+        let filled = res.frmrs.as_ref().map_or(Ok(()), |p| self.mr_free.fill(p));
+        let set = self.res.populate(res);
+        if filled.is_err() {
+            self.close();
+        }
+        set
     }
 
     /// Creates the connection's sysfs directory.
@@ -433,7 +442,7 @@ impl Connection {
             pool.total = free.len();
             pool.free = free;
         }
-        self.mr_free.fill(mrs)
+        self.mr_free.reserve(mrs)
     }
 
     /// Send-queue slots in all (the most one chain can hold).
@@ -461,7 +470,7 @@ impl Connection {
 
     /// Takes `n` FRMR pool entries into `out`, waiting in turn while others
     /// hold them; fails once the connection is closing.
-    pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<u16>) -> Result {
+    pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<MrLease>) -> Result {
         out.reserve(n, GFP_KERNEL)?;
         let total = self
             .res()
@@ -474,7 +483,7 @@ impl Connection {
     }
 
     /// Returns the FRMR pool entries in `held`.
-    pub(crate) fn mrs_give(&self, held: &mut KVec<u16>) {
+    pub(crate) fn mrs_give(&self, held: &mut KVec<MrLease>) {
         self.mr_free.give(held);
     }
 

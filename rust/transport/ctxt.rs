@@ -29,6 +29,7 @@ use crate::{
     },
     rdma::{
         dma::{Dir, DmaDev, DmaMaps, MappedBuf},
+        mr::MrLease,
         owned::{Cqe, ERR},
         wr::Chain,
         Device,
@@ -61,7 +62,7 @@ pub(crate) struct CallCtxt {
     /// DMA mappings of this RPC's data pages.
     pub(crate) maps: DmaMaps,
     /// FRMR pool entries this RPC holds.
-    pub(crate) mrs: KVec<u16>,
+    pub(crate) mrs: KVec<MrLease>,
     /// The Reply's pages, taken from nfsd while its Writes are in flight.
     pub(crate) pages: KVec<*mut bindings::page>,
     /// The Call's pages while its RDMA Reads are in flight and until an

@@ -36,11 +36,13 @@ use crate::{
     log::pr_warn_ratelimited,
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
+        dma::DmaDev,
         mr::MrLease,
+        owned::Backref,
         qp::Qp,
         recv::RecvSlot,
         wr::Tally,
-        Cq, Pd,
+        Cq, Device, Pd,
     },
     sunrpc::{Flag, SvcXprt},
     sysfs::Dir,
@@ -418,7 +420,7 @@ impl Connection {
     /// ever), and the FRMR pool's entries if any.
     pub(crate) fn init_pools(
         &self,
-        dev: &crate::rdma::Device<'_>,
+        dev: &Device<'_>,
         sq_slots: u32,
         ctxts: usize,
         max_ctxts: usize,
@@ -431,10 +433,7 @@ impl Connection {
         self.ready.lock().reads = reads;
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
-            // Pooled contexts drop before `res` (field order), whose CM id
-            // holds the device; posted ones come back first (`free` drains).
-            // SAFETY: so the device and the connection outlive the contexts.
-            let c = unsafe { CallCtxt::new(dev, self) }?;
+            let c = CallCtxt::new(self.ctxt_dev(dev), self.ctxt_conn())?;
             free.push(c, GFP_KERNEL)?;
         }
         {
@@ -443,6 +442,23 @@ impl Connection {
             pool.free = free;
         }
         self.mr_free.reserve(mrs)
+    }
+
+    /// The device, for a context of the pool.
+    fn ctxt_dev(&self, dev: &Device<'_>) -> DmaDev {
+        // Pooled contexts drop before `res` (field order), whose CM id holds
+        // the device; posted ones come back first (`free` drains).
+        // SAFETY: so the device outlives the contexts.
+        unsafe { DmaDev::new(dev) }
+    }
+
+    /// The connection, for a context of its pool.
+    fn ctxt_conn(&self) -> Backref<Self> {
+        // As for the device (`ctxt_dev`), the contexts go before the
+        // connection, which is pinned; so do the clones `CallCtxt::with_conn`
+        // makes for the length of a call on one of the connection's paths.
+        // SAFETY: so the connection outlives them.
+        unsafe { Backref::new(self) }
     }
 
     /// Send-queue slots in all (the most one chain can hold).
@@ -512,8 +528,7 @@ impl Connection {
             pool.total += 1;
         }
         let dev = self.res().and_then(|r| r.cm_id.device());
-        // SAFETY: as in `init_pools`.
-        let made = dev.map(|d| unsafe { CallCtxt::new(&d, self) });
+        let made = dev.map(|d| CallCtxt::new(self.ctxt_dev(&d), self.ctxt_conn()));
         match made {
             Some(Ok(c)) => Some(c),
             _ => {

@@ -30,11 +30,10 @@ use crate::{
     rdma::{
         dma::{Dir, DmaDev, DmaMaps, MappedBuf},
         mr::MrLease,
-        owned::{Cqe, ERR},
+        owned::{Backref, Cqe, ERR},
         wr::Chain,
-        Device,
     },
-    sunrpc::Rqst,
+    sunrpc::{HeldPages, Rqst},
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
@@ -64,10 +63,10 @@ pub(crate) struct CallCtxt {
     /// FRMR pool entries this RPC holds.
     pub(crate) mrs: KVec<MrLease>,
     /// The Reply's pages, taken from nfsd while its Writes are in flight.
-    pub(crate) pages: KVec<*mut bindings::page>,
+    pub(crate) pages: HeldPages,
     /// The Call's pages while its RDMA Reads are in flight and until an
     /// nfsd thread picks the Call up (`rw::post_reads`).
-    pub(crate) arg_pages: KVec<*mut bindings::page>,
+    pub(crate) arg_pages: HeldPages,
     /// The Call's length, once its Reads complete.
     pub(crate) call_len: usize,
     /// Where the Call's Read chunks start (for the mutant that corrupts
@@ -82,22 +81,12 @@ pub(crate) struct CallCtxt {
     /// they fail or are flushed.
     pub(crate) err_cqe: Cqe<CallCtxt, ERR>,
     /// The connection whose pool the context belongs to ([`CallCtxt::conn`]).
-    conn: *const Connection,
+    conn: Backref<Connection>,
     /// Send-queue slots the posted chain holds until its last completion.
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
     pub(crate) status: Atomic<u32>,
 }
-
-// One party owns a context at a time: the nfsd thread working on its RPC,
-// or, once a chain is posted with it, that chain's completion
-// (`rdma::owned`); the handler of the chain's failed unsignaled requests
-// borrows it meanwhile and only records a status in its atomic (and reads
-// `conn`, set at creation).
-// SAFETY: so, and the connection is only shared (`&Connection` is `Sync`).
-unsafe impl Send for CallCtxt {}
-// SAFETY: as above.
-unsafe impl Sync for CallCtxt {}
 
 const NO_PAYLOAD: Payload = Payload {
     position: 0,
@@ -106,16 +95,9 @@ const NO_PAYLOAD: Payload = Payload {
 
 impl CallCtxt {
     /// A context for `conn`'s pool on `dev`, its send buffer mapped.
-    ///
-    /// # Safety
-    ///
-    /// `dev` and `conn` must outlive the context.
-    pub(crate) unsafe fn new(dev: &Device<'_>, conn: &Connection) -> Result<KBox<Self>> {
+    pub(crate) fn new(dev: DmaDev, conn: Backref<Connection>) -> Result<KBox<Self>> {
         let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
         hdr.clear();
-        // SAFETY: the caller keeps `dev` alive longer than the context, which
-        // holds every copy.
-        let dev = unsafe { DmaDev::new(dev) };
         let send_buf = MappedBuf::new(dev, SEND_SIZE as usize, Dir::ToDevice)?;
         let ctxt = Self {
             hdr,
@@ -125,8 +107,8 @@ impl CallCtxt {
             chain: Chain::new(),
             maps: DmaMaps::new(dev),
             mrs: KVec::new(),
-            pages: KVec::new(),
-            arg_pages: KVec::new(),
+            pages: HeldPages::new(),
+            arg_pages: HeldPages::new(),
             call_len: 0,
             read_dst: [0; MAX_READ_CHUNKS],
             nread: 0,
@@ -143,11 +125,7 @@ impl CallCtxt {
 
     /// The connection whose pool the context belongs to.
     pub(crate) fn conn(&self) -> &Connection {
-        // Pooled contexts drop with the connection, and posted ones come back
-        // through their chain's completion, which `Connection::free` waits
-        // for (it destroys the QP first).
-        // SAFETY: a context's connection outlives it (`new`'s contract).
-        unsafe { &*self.conn }
+        self.conn.get()
     }
 
     /// Calls `f` with the context's connection and the context itself,
@@ -157,19 +135,18 @@ impl CallCtxt {
         this: KBox<Self>,
         f: impl FnOnce(&Connection, KBox<Self>) -> R,
     ) -> R {
-        let conn = this.conn;
         // A context is handled only on its connection's own paths: its sunrpc
         // operations (sunrpc holds the transport), its chains' completions
         // (which `Connection::free` drains before the connection goes), and
         // `free` itself. `f` runs on such a path, whatever it does with the
-        // context; the borrow ends with `f`.
-        // SAFETY: the connection outlives the call (just above).
-        f(unsafe { &*conn }, this)
+        // context, and the clone goes with the call.
+        let conn = this.conn.clone();
+        f(conn.get(), this)
     }
 
     /// Whether the context belongs to `conn`'s pool.
     pub(crate) fn belongs_to(&self, conn: &Connection) -> bool {
-        core::ptr::eq(self.conn, conn)
+        self.conn.is(conn)
     }
 
     /// Forgets the previous RPC.
@@ -184,14 +161,11 @@ impl CallCtxt {
         self.nread = 0;
     }
 
-    /// Gives back the Reply and Call pages the context holds.
+    /// Gives back the Reply and Call pages the context holds (the device
+    /// is done with them: their mappings were undone first).
     fn put_pages(&mut self) {
-        while let Some(page) = self.pages.pop().or_else(|| self.arg_pages.pop()) {
-            // The device is done with the page: its mapping was undone first.
-            // SAFETY: the entry carries the reference `take_reply_pages` or
-            // `take_arg_pages` moved.
-            unsafe { bindings::svcrdma_rs_put_page(page) };
-        }
+        self.pages.clear();
+        self.arg_pages.clear();
     }
 
     /// Appends to the chain the Send of the send buffer's first `len`

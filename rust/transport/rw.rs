@@ -132,7 +132,7 @@ fn build_reads(
         Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
             let key = match conn.info.model {
                 // Policy asked for the global rkey for this model only.
-                Model::DmaMrRemoteWrite => res.pd.unsafe_global_rkey(),
+                Model::DmaMrRemoteWrite => res.pd.global_rkey(),
                 _ => res.pd.local_dma_lkey(),
             };
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);

@@ -27,6 +27,11 @@ impl<'a> Device<'a> {
         unsafe { dev.as_ref() }.map(|dev| Self { dev, port })
     }
 
+    /// The C object, borrowed.
+    pub(super) fn raw(&self) -> &'a bindings::ib_device {
+        self.dev
+    }
+
     /// The C object.
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_device {
         core::ptr::from_ref(self.dev).cast_mut()

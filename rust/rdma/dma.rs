@@ -1,11 +1,184 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! DMA mappings made for one RPC's work requests, undone together.
+//! DMA mappings: the device they are made on ([`DmaDev`]), one buffer
+//! mapped for its whole life ([`MappedBuf`]), and the mappings made for one
+//! RPC's work requests, undone together ([`DmaMaps`]).
+
+use core::ptr::NonNull;
 
 use kernel::prelude::*;
 
 use super::Device;
 use crate::bindings;
+
+/// Which way the device moves the data of a mapping.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    /// The device reads the memory (Sends, RDMA Writes).
+    ToDevice,
+    /// The device writes the memory (receives, RDMA Read sinks).
+    FromDevice,
+}
+
+impl Dir {
+    pub(super) fn raw(self) -> bindings::dma_data_direction {
+        match self {
+            Dir::ToDevice => bindings::DMA_TO_DEVICE,
+            Dir::FromDevice => bindings::DMA_FROM_DEVICE,
+        }
+    }
+}
+
+/// The device a connection maps memory on, kept by the objects that hold
+/// mappings (which outlive any borrow of a [`Device`]).
+///
+/// # Invariants
+///
+/// `ptr` is a live device, and stays live while any copy of the value
+/// exists (the promise made to [`DmaDev::new`]).
+#[derive(Clone, Copy)]
+pub(crate) struct DmaDev(NonNull<bindings::ib_device>);
+
+// SAFETY: the pointer is only used for mapping calls, which the DMA API
+// allows from any thread.
+unsafe impl Send for DmaDev {}
+// SAFETY: as above; `&DmaDev` gives nothing more than a copy.
+unsafe impl Sync for DmaDev {}
+
+impl DmaDev {
+    /// The device of `dev`, for objects that outlive the borrow.
+    ///
+    /// # Safety
+    ///
+    /// The device must stay live while the value or any copy of it exists:
+    /// every object that gets a copy is dropped before the CM id that holds
+    /// the device.
+    pub(crate) unsafe fn new(dev: &Device<'_>) -> Self {
+        // INVARIANT: live now (borrowed), and for as long (caller).
+        Self(NonNull::from(dev.raw()))
+    }
+
+    /// The C object.
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr()
+    }
+
+    /// Whether `addr`, returned by a mapping call, is a failure.
+    fn mapping_error(&self, addr: u64) -> bool {
+        // SAFETY: a live device (invariant); `addr` came from a mapping call
+        // on it.
+        unsafe { bindings::svcrdma_rs_dma_mapping_error(self.as_ptr(), addr) != 0 }
+    }
+}
+
+/// A zeroed kernel buffer, DMA-mapped on creation and unmapped when
+/// dropped (a send or receive buffer, mapped once and reused).
+///
+/// The CPU and the device take turns: the owner syncs the bytes for the
+/// device before handing it the buffer ([`MappedBuf::sync_for_device`]),
+/// and for the CPU when the device is done
+/// ([`MappedBuf::sync_for_cpu`]). Whoever owns the value decides whose
+/// turn it is; it must not be dropped while the device may still use it.
+///
+/// # Invariants
+///
+/// `buf`'s storage (never resized, so never moved) is mapped at `addr`
+/// on `dev` for `dir`, for its whole length.
+pub(crate) struct MappedBuf {
+    dev: DmaDev,
+    buf: KVec<u8>,
+    addr: u64,
+    dir: Dir,
+}
+
+impl MappedBuf {
+    /// Allocates `len` zeroed bytes and maps them on `dev` for `dir`.
+    pub(crate) fn new(dev: DmaDev, len: usize, dir: Dir) -> Result<Self> {
+        let mut buf = KVec::with_capacity(len, GFP_KERNEL)?;
+        buf.resize(len, 0, GFP_KERNEL)?;
+        // SAFETY: a live device (`DmaDev` invariant) and a kmalloc'ed buffer
+        // of `len` bytes, which stays put until the unmapping in `drop`.
+        let addr = unsafe {
+            bindings::svcrdma_rs_dma_map_single(
+                dev.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                len,
+                dir.raw(),
+            )
+        };
+        if dev.mapping_error(addr) {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: mapped just above, whole.
+        Ok(Self {
+            dev,
+            buf,
+            addr,
+            dir,
+        })
+    }
+
+    /// The bus address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Hands the first `len` bytes to the device.
+    pub(crate) fn sync_for_device(&self, len: usize) {
+        // SAFETY: a live mapping (invariant), `len` clamped to it.
+        unsafe {
+            bindings::svcrdma_rs_dma_sync_for_device(
+                self.dev.as_ptr(),
+                self.addr,
+                len.min(self.buf.len()),
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// Takes the first `len` bytes back from the device.
+    pub(crate) fn sync_for_cpu(&self, len: usize) {
+        // SAFETY: a live mapping (invariant), `len` clamped to it.
+        unsafe {
+            bindings::svcrdma_rs_dma_sync_for_cpu(
+                self.dev.as_ptr(),
+                self.addr,
+                len.min(self.buf.len()),
+                self.dir.raw(),
+            )
+        };
+    }
+}
+
+impl core::ops::Deref for MappedBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl core::ops::DerefMut for MappedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Drop for MappedBuf {
+    fn drop(&mut self) {
+        // The owner drops the buffer only once the device is done with it
+        // (type documentation).
+        // SAFETY: a live mapping of the whole buffer (invariant).
+        unsafe {
+            bindings::svcrdma_rs_dma_unmap_single(
+                self.dev.as_ptr(),
+                self.addr,
+                self.buf.len(),
+                self.dir.raw(),
+            )
+        };
+    }
+}
 
 /// One mapping: a page range or a kernel virtual range.
 #[derive(Clone, Copy)]
@@ -22,27 +195,22 @@ struct Map {
 ///
 /// Every entry is a live mapping on `dev`, made by this value.
 pub(crate) struct DmaMaps {
-    dev: *mut bindings::ib_device,
+    dev: DmaDev,
     maps: KVec<Map>,
 }
 
-// SAFETY: the mappings are plain data; the device pointer is only used for
-// (un)mapping calls, which are allowed from any thread.
-unsafe impl Send for DmaMaps {}
-// SAFETY: as above; `&self` offers no mutation.
-unsafe impl Sync for DmaMaps {}
-
 impl DmaMaps {
     /// An empty set for `dev`.
-    ///
-    /// # Safety
-    ///
-    /// The device must outlive the value.
-    pub(crate) unsafe fn new(dev: &Device<'_>) -> Self {
+    pub(crate) fn new(dev: DmaDev) -> Self {
         Self {
-            dev: dev.as_ptr(),
+            dev,
             maps: KVec::new(),
         }
+    }
+
+    /// The device the mappings are made on.
+    pub(crate) fn dev(&self) -> DmaDev {
+        self.dev
     }
 
     /// Maps `len` bytes at `offset` of `page` for `dir`; returns the bus
@@ -56,11 +224,12 @@ impl DmaMaps {
         page: *mut bindings::page,
         offset: usize,
         len: usize,
-        dir: bindings::dma_data_direction,
+        dir: Dir,
     ) -> Result<u64> {
         self.maps.reserve(1, GFP_KERNEL)?;
+        let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: a live device and page range (invariant, caller).
-        let addr = unsafe { bindings::svcrdma_rs_dma_map_page(self.dev, page, offset, len, dir) };
+        let addr = unsafe { bindings::svcrdma_rs_dma_map_page(dev, page, offset, len, dir) };
         self.record(addr, len, dir, true)
     }
 
@@ -70,15 +239,11 @@ impl DmaMaps {
     ///
     /// The memory must be directly mapped (kmalloc or lowmem page) and stay
     /// allocated until [`DmaMaps::unmap_all`].
-    pub(crate) unsafe fn map_virt(
-        &mut self,
-        ptr: *mut u8,
-        len: usize,
-        dir: bindings::dma_data_direction,
-    ) -> Result<u64> {
+    pub(crate) unsafe fn map_virt(&mut self, ptr: *mut u8, len: usize, dir: Dir) -> Result<u64> {
         self.maps.reserve(1, GFP_KERNEL)?;
+        let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: as the function's requirements say.
-        let addr = unsafe { bindings::svcrdma_rs_dma_map_single(self.dev, ptr.cast(), len, dir) };
+        let addr = unsafe { bindings::svcrdma_rs_dma_map_single(dev, ptr.cast(), len, dir) };
         self.record(addr, len, dir, false)
     }
 
@@ -89,8 +254,7 @@ impl DmaMaps {
         dir: bindings::dma_data_direction,
         page: bool,
     ) -> Result<u64> {
-        // SAFETY: `addr` came from a mapping call on this device.
-        if unsafe { bindings::svcrdma_rs_dma_mapping_error(self.dev, addr) } != 0 {
+        if self.dev.mapping_error(addr) {
             return Err(EIO);
         }
         // INVARIANT: a live mapping on `dev`. Room was reserved above.
@@ -117,9 +281,9 @@ impl DmaMaps {
             // the device (the caller waited for its work requests).
             unsafe {
                 if m.page {
-                    bindings::svcrdma_rs_dma_unmap_page(self.dev, m.addr, m.len, m.dir);
+                    bindings::svcrdma_rs_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);
                 } else {
-                    bindings::svcrdma_rs_dma_unmap_single(self.dev, m.addr, m.len, m.dir);
+                    bindings::svcrdma_rs_dma_unmap_single(self.dev.as_ptr(), m.addr, m.len, m.dir);
                 }
             }
         }

@@ -12,6 +12,7 @@ pub(crate) mod mr;
 pub(crate) mod owned;
 mod pd;
 pub(crate) mod qp;
+pub(crate) mod recv;
 pub(crate) mod wr;
 
 pub(crate) use addr::sockaddr_to_proto;

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions for fast registration (`IB_MR_TYPE_MEM_REG`).
+//! Memory regions for fast registration (`IB_MR_TYPE_MEM_REG`), and a
+//! table of them handed out as leases ([`MrTable`], [`MrLease`]).
 
-use core::ptr::NonNull;
+use core::{cell::UnsafeCell, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::atomic::{ordering::Relaxed, Atomic},
+};
 
-use super::Pd;
+use super::{
+    dma::{Dir, DmaDev},
+    wr::Chain,
+    Pd,
+};
 use crate::bindings::{self, IB_MR_TYPE_MEM_REG};
 
 /// A fast-registration MR, deregistered when dropped.
@@ -63,5 +71,337 @@ impl Drop for Mr {
         // SAFETY: live and ours (invariant); no work request uses it (the
         // QP was drained and destroyed first).
         let _ = unsafe { bindings::svcrdma_rs_dereg_mr(self.as_ptr()) };
+    }
+}
+
+/// The right to use one entry of an [`MrTable`]: its MR and scatterlist.
+///
+/// # Invariants
+///
+/// Made only by [`MrTable::issue`], once per entry of the table with id
+/// `table`: holding the lease is the only way to use entry `index`.
+pub(crate) struct MrLease {
+    table: u64,
+    index: u16,
+}
+
+/// Ids of tables, never reused.
+static NEXT_TABLE: Atomic<u64> = Atomic::new(1);
+
+/// One MR and the scatterlist it is mapped from (both empty until the
+/// entry's first use), used only by the holder of its [`MrLease`].
+struct Entry {
+    /// `None` before the first use and once retired.
+    mr: UnsafeCell<Option<Mr>>,
+    /// Set by [`MrTable::retire`]: the entry is never used again.
+    retired: UnsafeCell<bool>,
+    sgl: UnsafeCell<KVec<bindings::scatterlist>>,
+    /// Entries of `sgl` DMA-mapped (0: none), and on which device.
+    mapped: UnsafeCell<Option<(DmaDev, i32)>>,
+}
+
+impl Entry {
+    /// Undoes the DMA mapping of the entry's pages, if any.
+    fn unmap(sgl: &mut KVec<bindings::scatterlist>, mapped: &mut Option<(DmaDev, i32)>) {
+        if let Some((dev, n)) = mapped.take() {
+            // SAFETY: mapped by `MrTable::map` with this count and direction
+            // on `dev`, which is live (`DmaDev` invariant).
+            unsafe {
+                bindings::svcrdma_rs_dma_unmap_sg(
+                    dev.as_ptr(),
+                    sgl.as_mut_ptr(),
+                    n,
+                    Dir::FromDevice.raw(),
+                )
+            };
+        }
+    }
+}
+
+/// A table of fast-registration MRs, each mapping up to `pages_per_mr`
+/// pages for the device to write (RDMA Read sinks). Only the table is
+/// allocated up front: an entry's MR and scatterlist come with its first
+/// use, by the lease holder, and stay until the table drops (or the entry
+/// is retired).
+///
+/// The MRs are registered, used and invalidated by work requests of the
+/// lease holder's own chains: the holder of a lease owns every chain that
+/// uses its MR (it builds it with [`MrMapped::register`]), and a posted
+/// chain's owner is out of everyone's hands until its last completion. So
+/// whoever holds a lease, no work request that uses its MR is outstanding.
+///
+/// # Invariants
+///
+/// `id` is this table's alone; each entry has at most one lease.
+pub(crate) struct MrTable {
+    id: u64,
+    entries: KVec<Entry>,
+    pages_per_mr: u32,
+    /// The leases were issued.
+    issued: Atomic<bool>,
+    /// Entries whose MR was allocated (retired ones included).
+    allocated: Atomic<u32>,
+    /// Entries retired.
+    retired: Atomic<u32>,
+}
+
+// SAFETY: an entry is used only by the holder of its lease (unique), on
+// whichever thread holds it; the counters are atomics.
+unsafe impl Send for MrTable {}
+// SAFETY: as above.
+unsafe impl Sync for MrTable {}
+
+/// An entry's MR mapped over a sink by [`MrTable::map`], under a fresh key.
+pub(crate) struct MrMapped {
+    mr: *mut bindings::ib_mr,
+    /// The key the registration installs (the MR's refreshed rkey).
+    pub(crate) key: u32,
+    /// The address of the sink's first byte in the MR.
+    pub(crate) iova: u64,
+    /// The local key the Reads into the MR use.
+    pub(crate) lkey: u32,
+}
+
+impl MrMapped {
+    /// Appends to `chain` (the lease holder's) the fast registration of the
+    /// MR for local write, and for remote write too if `remote_write`.
+    pub(crate) fn register(&self, chain: &mut Chain, remote_write: bool) -> Result {
+        let mut access = bindings::IB_ACCESS_LOCAL_WRITE;
+        if remote_write {
+            access |= bindings::IB_ACCESS_REMOTE_WRITE;
+        }
+        chain.reg_mr(self.mr, self.key, access)
+    }
+}
+
+impl MrTable {
+    /// A table of `count` entries, each mapping up to `pages_per_mr` pages.
+    pub(crate) fn new(count: u32, pages_per_mr: u32) -> Result<Self> {
+        if pages_per_mr == 0 || count > u32::from(u16::MAX) + 1 {
+            return Err(EINVAL);
+        }
+        let mut entries = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        for _ in 0..count {
+            entries.push(
+                Entry {
+                    mr: UnsafeCell::new(None),
+                    retired: UnsafeCell::new(false),
+                    sgl: UnsafeCell::new(KVec::new()),
+                    mapped: UnsafeCell::new(None),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        // INVARIANT: a fresh id; no lease issued yet.
+        Ok(Self {
+            id: NEXT_TABLE.fetch_add(1, Relaxed),
+            entries,
+            pages_per_mr,
+            issued: Atomic::new(false),
+            allocated: Atomic::new(0),
+            retired: Atomic::new(0),
+        })
+    }
+
+    /// Entries in the table.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Pages one MR maps at most.
+    pub(crate) fn pages_per_mr(&self) -> u32 {
+        self.pages_per_mr
+    }
+
+    /// Entries whose MR was ever allocated.
+    pub(crate) fn allocated(&self) -> u32 {
+        self.allocated.load(Relaxed)
+    }
+
+    /// Entries retired.
+    pub(crate) fn retired(&self) -> u32 {
+        self.retired.load(Relaxed)
+    }
+
+    /// Moves the lease of every entry into `out`, which must have room for
+    /// them (nothing is allocated); once per table, and all or nothing.
+    pub(crate) fn issue(&self, out: &mut KVec<MrLease>) -> Result {
+        if out.capacity() - out.len() < self.entries.len() || self.issued.xchg(true, Relaxed) {
+            return Err(EINVAL);
+        }
+        for i in 0..self.entries.len() {
+            // INVARIANT: the one lease of entry `i` (the flag above).
+            let lease = MrLease {
+                table: self.id,
+                index: u16::try_from(i).map_err(|_| EINVAL)?,
+            };
+            out.push_within_capacity(lease).map_err(|_| ENOMEM)?;
+        }
+        Ok(())
+    }
+
+    /// The entry `lease` gives the use of (`None`: another table's).
+    fn entry(&self, lease: &MrLease) -> Option<&Entry> {
+        if lease.table != self.id {
+            return None;
+        }
+        self.entries.get(usize::from(lease.index))
+    }
+
+    /// Maps `pages` (each `(page, offset, len)`, contiguous in the sink:
+    /// only the first may start inside its page, only the last may end
+    /// inside it; `len` bytes in all) on `dev` into the MR of `lease`'s
+    /// entry, for the device to write, and gives the MR a fresh key. The
+    /// entry's MR (on `pd`) and scatterlist are allocated on its first use.
+    ///
+    /// # Safety
+    ///
+    /// The pages must stay allocated until the mapping is undone
+    /// ([`MrTable::unmap`], [`MrTable::retire`]).
+    pub(crate) unsafe fn map(
+        &self,
+        pd: &Pd,
+        dev: DmaDev,
+        lease: &mut MrLease,
+        pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
+        len: usize,
+    ) -> Result<MrMapped> {
+        let e = self.entry(lease).ok_or(EINVAL)?;
+        // SAFETY: we hold the entry's lease (borrowed mutably): nobody else
+        // touches it.
+        let (sgl, mapped, slot, retired) = unsafe {
+            (
+                &mut *e.sgl.get(),
+                &mut *e.mapped.get(),
+                &mut *e.mr.get(),
+                *e.retired.get(),
+            )
+        };
+        // A retired entry is never used again.
+        if retired {
+            return Err(EINVAL);
+        }
+        let mr = match slot {
+            Some(mr) => mr.as_ptr(),
+            None => {
+                // First use. The scatterlist first: if the MR cannot be
+                // had, the next use tries again with it in place.
+                let n = self.pages_per_mr as usize;
+                if sgl.len() < n {
+                    sgl.resize(n, Default::default(), GFP_KERNEL)?;
+                }
+                let mr = slot.insert(Mr::new(pd, self.pages_per_mr)?).as_ptr();
+                self.allocated.fetch_add(1, Relaxed);
+                mr
+            }
+        };
+        let (count, bytes) = pages
+            .clone()
+            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
+        if count == 0 || count > sgl.len() || bytes != len || mapped.is_some() {
+            return Err(EINVAL);
+        }
+        let n = count as u32;
+        // SAFETY: `sgl` has at least `n` entries.
+        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
+        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
+            // SAFETY: an initialized scatterlist entry; the page is live.
+            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
+        }
+        let dir = Dir::FromDevice.raw();
+        // SAFETY: `n` initialized entries of live pages on a live device.
+        let got = unsafe {
+            bindings::svcrdma_rs_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
+        };
+        if got <= 0 {
+            return Err(EIO);
+        }
+        *mapped = Some((dev, n as i32));
+        // The MR is not registered: a leased entry's MR was invalidated
+        // before its lease went back to the free list.
+        // SAFETY: the MR is ours (leased entry); `got` mapped entries.
+        let done = unsafe {
+            bindings::ib_map_mr_sg(
+                mr,
+                sgl.as_mut_ptr(),
+                got,
+                core::ptr::null_mut(),
+                kernel::page::PAGE_SIZE as u32,
+            )
+        };
+        if done != got {
+            Entry::unmap(sgl, mapped);
+            return Err(EIO);
+        }
+        // SAFETY: a live MR that no work request uses (the table's rule).
+        let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
+        // SAFETY: a live MR: `ib_map_mr_sg` set its iova, the key refresh
+        // its lkey.
+        let (iova, lkey) = unsafe { ((*mr).iova, (*mr).lkey) };
+        Ok(MrMapped {
+            mr,
+            key,
+            iova,
+            lkey,
+        })
+    }
+
+    /// The local key of `lease`'s MR (`None` once retired, or never
+    /// allocated).
+    pub(crate) fn lkey(&self, lease: &MrLease) -> Option<u32> {
+        let e = self.entry(lease)?;
+        // SAFETY: we hold the lease: only we change the field.
+        let mr = unsafe { &*e.mr.get() }.as_ref()?;
+        // SAFETY: a live MR (`Mr` invariant).
+        Some(unsafe { (*mr.as_ptr()).lkey })
+    }
+
+    /// Undoes [`MrTable::map`] for `lease`'s entry (the device must be
+    /// done with the pages: the chain that read into them completed).
+    pub(crate) fn unmap(&self, lease: &mut MrLease) {
+        let Some(e) = self.entry(lease) else {
+            return;
+        };
+        // SAFETY: we hold the lease (borrowed mutably).
+        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
+        Entry::unmap(sgl, mapped);
+    }
+
+    /// Takes `lease`'s entry out of use for good, after a failed chain may
+    /// have left its MR registered: deregisters the MR, then undoes the DMA
+    /// mapping of its pages. If the device refuses to deregister, the entry
+    /// keeps both until the table is dropped (the mapping must outlive any
+    /// translation the device still holds) and `EBUSY` says so. The lease
+    /// is used up either way.
+    pub(crate) fn retire(&self, lease: MrLease) -> Result {
+        let Some(e) = self.entry(&lease) else {
+            return Ok(());
+        };
+        // SAFETY: we hold the lease: nobody else touches the entry.
+        let (slot, retired, sgl, mapped) = unsafe {
+            (
+                &mut *e.mr.get(),
+                &mut *e.retired.get(),
+                &mut *e.sgl.get(),
+                &mut *e.mapped.get(),
+            )
+        };
+        if !*retired {
+            self.retired.fetch_add(1, Relaxed);
+        }
+        *retired = true;
+        if let Some(mr) = slot.take() {
+            // No work request that uses the MR is outstanding, or will be
+            // posted: we hold the lease (the table's rule), and the entry is
+            // retired.
+            // SAFETY: so the MR is idle.
+            if let Err(mr) = unsafe { mr.deregister() } {
+                *slot = Some(mr);
+                return Err(EBUSY);
+            }
+        }
+        // The device no longer translates through the MR (deregistered).
+        Entry::unmap(sgl, mapped);
+        Ok(())
     }
 }

@@ -12,7 +12,7 @@
 //! address of a [`Cqe`] embedded in it, as the workqueue finds a work
 //! item's owner from its `work_struct` (`impl_chain_owner!` says where).
 
-use core::{cell::UnsafeCell, marker::PhantomData};
+use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 
 use kernel::prelude::*;
 
@@ -263,5 +263,51 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         Err(PostError::Fenced(e))
     } else {
         Err(PostError::Leaked(e))
+    }
+}
+
+/// A shared reference to the object that owns a pool, kept by the pool's
+/// items, which cannot borrow it (they are boxed, pooled and handed to
+/// completions).
+///
+/// # Invariants
+///
+/// `ptr` points to a live `T`, which outlives the value and every clone of
+/// it (the promise made to [`Backref::new`]).
+pub(crate) struct Backref<T>(NonNull<T>);
+
+// SAFETY: the value only gives shared references to a `Sync` `T`.
+unsafe impl<T: Sync> Send for Backref<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Backref<T> {}
+
+impl<T> Backref<T> {
+    /// A reference to `owner` that outlives the borrow.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must not move, and must outlive the value and every clone of
+    /// it.
+    pub(crate) unsafe fn new(owner: &T) -> Self {
+        // INVARIANT: live now, and for as long (caller).
+        Self(NonNull::from(owner))
+    }
+
+    /// The owner.
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY: live while the value is (invariant).
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Whether the owner is `other`.
+    pub(crate) fn is(&self, other: &T) -> bool {
+        core::ptr::eq(self.0.as_ptr(), other)
+    }
+}
+
+impl<T> Clone for Backref<T> {
+    fn clone(&self) -> Self {
+        // INVARIANT: the promise made to `new` covers clones.
+        Self(self.0)
     }
 }

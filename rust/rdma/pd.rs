@@ -54,6 +54,15 @@ impl Pd {
     }
 }
 
+impl Pd {
+    /// The PD's remote-accessible key for all memory (0 unless it was
+    /// allocated with `unsafe_global_rkey`).
+    pub(crate) fn global_rkey(&self) -> u32 {
+        // SAFETY: the PD is live (invariant); the field is set at allocation.
+        unsafe { (*self.as_ptr()).unsafe_global_rkey }
+    }
+}
+
 impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: live and ours (invariant); owners drop every object made

@@ -26,7 +26,7 @@ pub(crate) use bc_ops::{BcOps, BcParams, BoundBackchannel, SetupArgs};
 pub(crate) use client_class::{ClientClass, ClientRegistration};
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use client_xprt::{ReplyMiss, RpcRqst, RpcXprt};
-pub(crate) use rqst::{Piece, Rqst, PAGE_SIZE};
+pub(crate) use rqst::{HeldPages, Piece, Rqst, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};
 pub(crate) use xprt_ops::{impl_has_svc_xprt, Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};

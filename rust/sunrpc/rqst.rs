@@ -14,6 +14,44 @@ use crate::bindings;
 /// The page size the argument and reply buffers are made of.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
+/// Pages moved out of a request ([`Rqst::take_arg_pages`],
+/// [`Rqst::take_reply_pages`]), each with its reference, which is put when
+/// the value is cleared or dropped (or moved on by
+/// [`Rqst::install_arg_pages`]).
+///
+/// # Invariants
+///
+/// The value holds one reference on each page in it.
+pub(crate) struct HeldPages(KVec<*mut bindings::page>);
+
+// SAFETY: page references are not tied to a thread; `&HeldPages` gives
+// nothing.
+unsafe impl Send for HeldPages {}
+// SAFETY: as above.
+unsafe impl Sync for HeldPages {}
+
+impl HeldPages {
+    /// No pages.
+    pub(crate) const fn new() -> Self {
+        Self(KVec::new())
+    }
+
+    /// Puts every page (storage kept).
+    pub(crate) fn clear(&mut self) {
+        while let Some(page) = self.0.pop() {
+            // SAFETY: the entry carried one of our references (invariant),
+            // which leaves with it.
+            unsafe { bindings::svcrdma_rs_put_page(page) };
+        }
+    }
+}
+
+impl Drop for HeldPages {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 /// A request slot borrowed for one `xpo_*` call, whose transport context
 /// (`rq_xprt_ctxt`) is a `C` when it has one.
 ///
@@ -215,15 +253,11 @@ impl<'a, C> Rqst<'a, C> {
     /// PAGE_SIZE)`) into `out`, each with its reference: RDMA Reads fill
     /// them after this request has moved on. Their slots are left empty for
     /// sunrpc to refill (`rq_pages_nfree`) before the next receive.
-    pub(crate) fn take_arg_pages(
-        &mut self,
-        n: usize,
-        out: &mut KVec<*mut bindings::page>,
-    ) -> Result {
+    pub(crate) fn take_arg_pages(&mut self, n: usize, out: &mut HeldPages) -> Result {
         if n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
-        out.reserve(n, GFP_KERNEL)?;
+        out.0.reserve(n, GFP_KERNEL)?;
         let r = self.r_mut();
         // All or nothing: every slot holds a page (sunrpc filled them).
         // SAFETY: `0..n` is within the argument pages (checked above).
@@ -234,7 +268,8 @@ impl<'a, C> Rqst<'a, C> {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
             // Cannot fail: room for `n` was reserved above.
-            if out.push_within_capacity(*slot).is_ok() {
+            // INVARIANT: the slot's reference moves to `out`.
+            if out.0.push_within_capacity(*slot).is_ok() {
                 *slot = core::ptr::null_mut();
             }
         }
@@ -248,13 +283,14 @@ impl<'a, C> Rqst<'a, C> {
     /// request, and filled) at the start of this request's argument
     /// buffer, releasing the pages they replace, and points the argument
     /// `xdr_buf` at them. Empties `pages`.
-    pub(crate) fn install_arg_pages(&mut self, pages: &mut KVec<*mut bindings::page>) -> Result {
-        let n = pages.len();
+    pub(crate) fn install_arg_pages(&mut self, pages: &mut HeldPages) -> Result {
+        let n = pages.0.len();
         if n == 0 || n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
         let r = self.r_mut();
-        for (i, page) in pages.drain_all().enumerate() {
+        // INVARIANT: each reference moves from `pages` to its slot.
+        for (i, page) in pages.0.drain_all().enumerate() {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
             if !slot.is_null() {
@@ -309,7 +345,7 @@ impl<'a, C> Rqst<'a, C> {
     /// held, leaving their slots empty: sunrpc then neither releases them
     /// nor reuses them, and refills the slots for the next request. The
     /// Reply's memory stays valid until whoever holds `out` puts the pages.
-    pub(crate) fn take_reply_pages(&mut self, out: &mut KVec<*mut bindings::page>) -> Result {
+    pub(crate) fn take_reply_pages(&mut self, out: &mut HeldPages) -> Result {
         let r = self.r_mut();
         if r.rq_respages.is_null() || r.rq_next_page.is_null() {
             return Ok(());
@@ -318,7 +354,7 @@ impl<'a, C> Rqst<'a, C> {
         // `rq_next_page` within it).
         let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        out.reserve(n, GFP_KERNEL)?;
+        out.0.reserve(n, GFP_KERNEL)?;
         for i in 0..n {
             // SAFETY: `i` is below `rq_next_page`, inside the array.
             let slot = unsafe { &mut *r.rq_respages.add(i) };
@@ -326,7 +362,8 @@ impl<'a, C> Rqst<'a, C> {
                 continue;
             }
             // Room was reserved above.
-            out.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            // INVARIANT: the slot's reference moves to `out`.
+            out.0.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
             *slot = core::ptr::null_mut();
         }
         Ok(())

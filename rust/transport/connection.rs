@@ -36,9 +36,13 @@ use crate::{
     log::pr_warn_ratelimited,
     rdma::{
         cm::{CmEvent, CmId, CmIdRef},
+        dma::DmaDev,
+        mr::MrLease,
+        owned::Backref,
         qp::Qp,
+        recv::RecvSlot,
         wr::Tally,
-        Cq, Pd,
+        Cq, Device, Pd,
     },
     sunrpc::{impl_has_svc_xprt, Flag, SvcXprt},
     sysfs::Dir,
@@ -120,8 +124,8 @@ impl_has_svc_xprt!(Connection { xprt });
 pub(crate) enum Work {
     /// A Call whose RDMA Reads completed.
     ReadsDone(KBox<CallCtxt>),
-    /// A received buffer, by index.
-    Received(u16),
+    /// A received buffer.
+    Received(RecvSlot),
 }
 
 /// An nfsd thread receiving on a connection ([`Connection::enter_recv`]).
@@ -151,9 +155,9 @@ impl Drop for InRecv<'_> {
 /// each miss the other, a store-load reordering that x86 allows, and the
 /// Call would wait for the client's next message.)
 struct Ready {
-    /// Indices of received buffers, oldest first. Capacity for every
-    /// buffer is reserved up front, so the completion path never allocates.
-    queue: KVec<u16>,
+    /// Received buffers, oldest first. Capacity for every buffer is
+    /// reserved up front, so the completion path never allocates.
+    queue: KVec<RecvSlot>,
     /// Receive buffers the connection has.
     buffers: usize,
     /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
@@ -215,9 +219,17 @@ impl Connection {
         self.res.as_ref()
     }
 
-    /// Installs the resources (once).
+    /// Installs the resources (once). Their FRMR entries become free
+    /// first: no thread takes any before the resources are there. (That
+    /// cannot fail, room was made by `init_pools`; if it did, the
+    /// connection would close.)
     pub(crate) fn set_res(&self, res: Resources) -> bool {
-        self.res.populate(res)
+        let filled = res.frmrs.as_ref().map_or(Ok(()), |p| self.mr_free.fill(p));
+        let set = self.res.populate(res);
+        if filled.is_err() {
+            self.close();
+        }
+        set
     }
 
     /// Creates the connection's sysfs directory.
@@ -268,10 +280,10 @@ impl Connection {
     }
 
     /// A receive completed: queue it for nfsd.
-    pub(crate) fn received(&self, index: u16) {
+    pub(crate) fn received(&self, slot: RecvSlot) {
         let established = {
             let mut r = self.ready.lock();
-            if r.queue.push_within_capacity(index).is_err() {
+            if r.queue.push_within_capacity(slot).is_err() {
                 drop(r);
                 // Cannot happen: one slot per buffer. Treat as fatal, safely.
                 self.fatal();
@@ -411,7 +423,7 @@ impl Connection {
     /// ever), and the FRMR pool's entries if any.
     pub(crate) fn init_pools(
         &self,
-        dev: &crate::rdma::Device<'_>,
+        dev: &Device<'_>,
         sq_slots: u32,
         ctxts: usize,
         max_ctxts: usize,
@@ -424,10 +436,7 @@ impl Connection {
         self.ready.lock().reads = reads;
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
-            // Pooled contexts drop before `res` (field order), whose CM id
-            // holds the device; posted ones come back first (`free` drains).
-            // SAFETY: so the device and the connection outlive the contexts.
-            let c = unsafe { CallCtxt::new(dev, self) }?;
+            let c = CallCtxt::new(self.ctxt_dev(dev), self.ctxt_conn())?;
             free.push(c, GFP_KERNEL)?;
         }
         {
@@ -435,7 +444,24 @@ impl Connection {
             pool.total = free.len();
             pool.free = free;
         }
-        self.mr_free.fill(mrs)
+        self.mr_free.reserve(mrs)
+    }
+
+    /// The device, for a context of the pool.
+    fn ctxt_dev(&self, dev: &Device<'_>) -> DmaDev {
+        // Pooled contexts drop before `res` (field order), whose CM id holds
+        // the device; posted ones come back first (`free` drains).
+        // SAFETY: so the device outlives the contexts.
+        unsafe { DmaDev::new(dev) }
+    }
+
+    /// The connection, for a context of its pool.
+    fn ctxt_conn(&self) -> Backref<Self> {
+        // As for the device (`ctxt_dev`), the contexts go before the
+        // connection, which is pinned; so do the clones `CallCtxt::with_conn`
+        // makes for the length of a call on one of the connection's paths.
+        // SAFETY: so the connection outlives them.
+        unsafe { Backref::new(self) }
     }
 
     /// Send-queue slots in all (the most one chain can hold).
@@ -463,7 +489,7 @@ impl Connection {
 
     /// Takes `n` FRMR pool entries into `out`, waiting in turn while others
     /// hold them; fails once the connection is closing.
-    pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<u16>) -> Result {
+    pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<MrLease>) -> Result {
         out.reserve(n, GFP_KERNEL)?;
         let total = self
             .res()
@@ -476,7 +502,7 @@ impl Connection {
     }
 
     /// Returns the FRMR pool entries in `held`.
-    pub(crate) fn mrs_give(&self, held: &mut KVec<u16>) {
+    pub(crate) fn mrs_give(&self, held: &mut KVec<MrLease>) {
         self.mr_free.give(held);
     }
 
@@ -505,8 +531,7 @@ impl Connection {
             pool.total += 1;
         }
         let dev = self.res().and_then(|r| r.cm_id.device());
-        // SAFETY: as in `init_pools`.
-        let made = dev.map(|d| unsafe { CallCtxt::new(&d, self) });
+        let made = dev.map(|d| CallCtxt::new(self.ctxt_dev(&d), self.ctxt_conn()));
         match made {
             Some(Ok(c)) => Some(c),
             _ => {

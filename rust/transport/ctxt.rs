@@ -28,12 +28,12 @@ use crate::{
         layout::Payload,
     },
     rdma::{
-        dma::DmaMaps,
-        owned::{Cqe, ERR},
+        dma::{Dir, DmaDev, DmaMaps, MappedBuf},
+        mr::MrLease,
+        owned::{Backref, Cqe, ERR},
         wr::Chain,
-        Device,
     },
-    sunrpc::Rqst,
+    sunrpc::{HeldPages, Rqst},
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
@@ -46,11 +46,6 @@ pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
 pub(crate) const MAX_READ_CHUNKS: usize = 8;
 
 /// One RPC's transport state.
-///
-/// # Invariants
-///
-/// `send_dma` maps `send_buf` (`SEND_SIZE` bytes) on `dev` for the device
-/// to read, for the whole life of the context.
 pub(crate) struct CallCtxt {
     /// The Call's transport header, copied out of the receive buffer.
     pub(crate) hdr: KVec<u8>,
@@ -58,20 +53,20 @@ pub(crate) struct CallCtxt {
     pub(crate) payloads: [Payload; MAX_WRITE_CHUNKS],
     /// Write chunks handed out to `xpo_result_payload` so far.
     pub(crate) next_write: usize,
-    /// The Reply's transport header and inline part.
-    pub(crate) send_buf: KVec<u8>,
-    pub(crate) send_dma: u64,
+    /// The Reply's transport header and inline part (`SEND_SIZE` bytes,
+    /// mapped for the device to read).
+    pub(crate) send_buf: MappedBuf,
     /// Work requests being built.
     pub(crate) chain: Chain,
     /// DMA mappings of this RPC's data pages.
     pub(crate) maps: DmaMaps,
     /// FRMR pool entries this RPC holds.
-    pub(crate) mrs: KVec<u16>,
+    pub(crate) mrs: KVec<MrLease>,
     /// The Reply's pages, taken from nfsd while its Writes are in flight.
-    pub(crate) pages: KVec<*mut bindings::page>,
+    pub(crate) pages: HeldPages,
     /// The Call's pages while its RDMA Reads are in flight and until an
     /// nfsd thread picks the Call up (`rw::post_reads`).
-    pub(crate) arg_pages: KVec<*mut bindings::page>,
+    pub(crate) arg_pages: HeldPages,
     /// The Call's length, once its Reads complete.
     pub(crate) call_len: usize,
     /// Where the Call's Read chunks start (for the mutant that corrupts
@@ -86,23 +81,12 @@ pub(crate) struct CallCtxt {
     /// they fail or are flushed.
     pub(crate) err_cqe: Cqe<CallCtxt, ERR>,
     /// The connection whose pool the context belongs to ([`CallCtxt::conn`]).
-    conn: *const Connection,
+    conn: Backref<Connection>,
     /// Send-queue slots the posted chain holds until its last completion.
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
     pub(crate) status: Atomic<u32>,
-    dev: *mut bindings::ib_device,
 }
-
-// One party owns a context at a time: the nfsd thread working on its RPC,
-// or, once a chain is posted with it, that chain's completion
-// (`rdma::owned`); the handler of the chain's failed unsignaled requests
-// borrows it meanwhile and only records a status in its atomic (and reads
-// `conn`, set at creation). The device pointer is only used to (un)map.
-// SAFETY: so, and the connection is only shared (`&Connection` is `Sync`).
-unsafe impl Send for CallCtxt {}
-// SAFETY: as above.
-unsafe impl Sync for CallCtxt {}
 
 const NO_PAYLOAD: Payload = Payload {
     position: 0,
@@ -111,41 +95,20 @@ const NO_PAYLOAD: Payload = Payload {
 
 impl CallCtxt {
     /// A context for `conn`'s pool on `dev`, its send buffer mapped.
-    ///
-    /// # Safety
-    ///
-    /// `dev` and `conn` must outlive the context.
-    pub(crate) unsafe fn new(dev: &Device<'_>, conn: &Connection) -> Result<KBox<Self>> {
+    pub(crate) fn new(dev: DmaDev, conn: Backref<Connection>) -> Result<KBox<Self>> {
         let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
         hdr.clear();
-        let mut send_buf = KVec::with_capacity(SEND_SIZE as usize, GFP_KERNEL)?;
-        send_buf.resize(SEND_SIZE as usize, 0, GFP_KERNEL)?;
-        // SAFETY: `send_buf` is a kmalloc'ed buffer that never moves or
-        // changes size while mapped (invariant).
-        let send_dma = unsafe {
-            bindings::svcrdma_rs_dma_map_single(
-                dev.as_ptr(),
-                send_buf.as_mut_ptr().cast(),
-                SEND_SIZE as usize,
-                bindings::DMA_TO_DEVICE,
-            )
-        };
-        // SAFETY: from a mapping call on this device.
-        if unsafe { bindings::svcrdma_rs_dma_mapping_error(dev.as_ptr(), send_dma) } != 0 {
-            return Err(EIO);
-        }
+        let send_buf = MappedBuf::new(dev, SEND_SIZE as usize, Dir::ToDevice)?;
         let ctxt = Self {
             hdr,
             payloads: [NO_PAYLOAD; MAX_WRITE_CHUNKS],
             next_write: 0,
             send_buf,
-            send_dma,
             chain: Chain::new(),
-            // SAFETY: the caller keeps `dev` alive longer than the context.
-            maps: unsafe { DmaMaps::new(dev) },
+            maps: DmaMaps::new(dev),
             mrs: KVec::new(),
-            pages: KVec::new(),
-            arg_pages: KVec::new(),
+            pages: HeldPages::new(),
+            arg_pages: HeldPages::new(),
             call_len: 0,
             read_dst: [0; MAX_READ_CHUNKS],
             nread: 0,
@@ -155,7 +118,6 @@ impl CallCtxt {
             conn,
             sq_held: 0,
             status: Atomic::new(0),
-            dev: dev.as_ptr(),
         };
         // If the box cannot be allocated, `ctxt` drops and unmaps.
         Ok(KBox::new(ctxt, GFP_KERNEL)?)
@@ -163,11 +125,7 @@ impl CallCtxt {
 
     /// The connection whose pool the context belongs to.
     pub(crate) fn conn(&self) -> &Connection {
-        // Pooled contexts drop with the connection, and posted ones come back
-        // through their chain's completion, which `Connection::free` waits
-        // for (it destroys the QP first).
-        // SAFETY: a context's connection outlives it (`new`'s contract).
-        unsafe { &*self.conn }
+        self.conn.get()
     }
 
     /// Calls `f` with the context's connection and the context itself,
@@ -177,19 +135,18 @@ impl CallCtxt {
         this: KBox<Self>,
         f: impl FnOnce(&Connection, KBox<Self>) -> R,
     ) -> R {
-        let conn = this.conn;
         // A context is handled only on its connection's own paths: its sunrpc
         // operations (sunrpc holds the transport), its chains' completions
         // (which `Connection::free` drains before the connection goes), and
         // `free` itself. `f` runs on such a path, whatever it does with the
-        // context; the borrow ends with `f`.
-        // SAFETY: the connection outlives the call (just above).
-        f(unsafe { &*conn }, this)
+        // context, and the clone goes with the call.
+        let conn = this.conn.clone();
+        f(conn.get(), this)
     }
 
     /// Whether the context belongs to `conn`'s pool.
     pub(crate) fn belongs_to(&self, conn: &Connection) -> bool {
-        core::ptr::eq(self.conn, conn)
+        self.conn.is(conn)
     }
 
     /// Forgets the previous RPC.
@@ -204,14 +161,11 @@ impl CallCtxt {
         self.nread = 0;
     }
 
-    /// Gives back the Reply and Call pages the context holds.
+    /// Gives back the Reply and Call pages the context holds (the device
+    /// is done with them: their mappings were undone first).
     fn put_pages(&mut self) {
-        while let Some(page) = self.pages.pop().or_else(|| self.arg_pages.pop()) {
-            // The device is done with the page: its mapping was undone first.
-            // SAFETY: the entry carries the reference `take_reply_pages` or
-            // `take_arg_pages` moved.
-            unsafe { bindings::svcrdma_rs_put_page(page) };
-        }
+        self.pages.clear();
+        self.arg_pages.clear();
     }
 
     /// Appends to the chain the Send of the send buffer's first `len`
@@ -219,27 +173,14 @@ impl CallCtxt {
     /// device first; it invalidates `invalidate` at the peer if given.
     pub(crate) fn send_inline(&mut self, lkey: u32, len: usize, invalidate: Option<u32>) -> Result {
         let len = len.min(SEND_SIZE as usize);
-        self.sync_send(len);
+        self.send_buf.sync_for_device(len);
         let sge = bindings::ib_sge {
-            addr: self.send_dma,
+            addr: self.send_buf.addr(),
             // At most `SEND_SIZE`, a `u32`.
             length: len as u32,
             lkey,
         };
         self.chain.send(&[sge], invalidate)
-    }
-
-    /// Makes the first `len` bytes of the send buffer visible to the device.
-    fn sync_send(&self, len: usize) {
-        // SAFETY: a live mapping (invariant), `len` within it.
-        unsafe {
-            bindings::svcrdma_rs_dma_sync_for_device(
-                self.dev,
-                self.send_dma,
-                len.min(SEND_SIZE as usize),
-                bindings::DMA_TO_DEVICE,
-            )
-        };
     }
 }
 
@@ -247,16 +188,8 @@ impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.maps.unmap_all();
         self.put_pages();
-        // No work request uses the buffer: a posted Reply holds its context
-        // until its last completion, every other post is waited for.
-        // SAFETY: mapped at creation (invariant), and idle (above).
-        unsafe {
-            bindings::svcrdma_rs_dma_unmap_single(
-                self.dev,
-                self.send_dma,
-                SEND_SIZE as usize,
-                bindings::DMA_TO_DEVICE,
-            )
-        };
+        // The send buffer unmaps as it drops: no work request uses it, as a
+        // posted Reply holds its context until its last completion, and
+        // every other post is waited for.
     }
 }

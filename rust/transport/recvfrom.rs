@@ -27,8 +27,12 @@ use crate::{
     proto::{
         budget::{answer_when_busy, Cost},
         layout::{call_layout, Place, ReadChunkRef},
-        rpcrdma::header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
+        rpcrdma::{
+            chunk::ReadList,
+            header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
+        },
     },
+    rdma::recv::RecvSlot,
 };
 
 /// What we accept in a Call's transport header.
@@ -63,19 +67,19 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     let next = conn.next_work();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
-    let index = match next {
+    let slot = match next {
         None => return 0,
         Some(Work::ReadsDone(ctxt)) => return finish_reads(conn, rq, ctxt),
-        Some(Work::Received(index)) => index,
+        Some(Work::Received(slot)) => slot,
     };
     if conn.res().is_none() {
         return 0;
     }
     let Some(mut ctxt) = conn.ctxt_get(false) else {
-        answer_busy(conn, index);
+        answer_busy(conn, slot);
         return 0;
     };
-    let got = receive(conn, rq, &mut ctxt, index);
+    let got = receive(conn, rq, &mut ctxt, slot);
     match got {
         Ok(Next::Call(len)) => {
             count(&conn.stats.c.calls, 1);
@@ -108,22 +112,21 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     }
 }
 
-/// Answers message `index`, which arrived while every context for Calls
+/// Answers the message of `slot`, which arrived while every context for Calls
 /// was in use: the client has far more Calls in flight than its credits
 /// allow. It gets `ERR_CHUNK` (`proto::budget::answer_when_busy`) from the
 /// context kept for this, rather than silence that an NFSv4 client would
 /// wait on until it reconnects. Only if that context is busy too (another
 /// such answer is in flight) is the message dropped.
-fn answer_busy(conn: &Connection, index: u16) {
+fn answer_busy(conn: &Connection, slot: RecvSlot) {
     let Some(res) = conn.res() else {
         return;
     };
-    // SAFETY: `index` came from the ready queue and is reposted below,
-    // after its last use.
-    let err = unsafe { res.recv.message(index) }.and_then(|m| answer_when_busy(m, &LIMITS));
-    if res.recv.post(&res.qp, index).is_err() {
-        conn.close();
-    }
+    let err = res
+        .recv
+        .message(&slot)
+        .and_then(|m| answer_when_busy(m, &LIMITS));
+    repost(conn, slot);
     let Some(err) = err else {
         pr_warn_ratelimited!(
             "connection {}: more Calls in progress than contexts, dropping a message that gets no answer\n",
@@ -229,24 +232,31 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
     }
 }
 
-/// Decodes buffer `index`, answers or assembles it. The buffer is reposted
-/// before any RDMA Read. `Err` means no Call for nfsd.
+/// Posts the buffer of `slot` again (its message is no longer needed);
+/// closes the connection if that fails.
+fn repost(conn: &Connection, slot: RecvSlot) {
+    let Some(res) = conn.res() else {
+        return;
+    };
+    if res.recv.repost(&res.qp, slot).is_err() {
+        conn.close();
+    }
+}
+
+/// Decodes the message of `slot`, answers or assembles it. The buffer is
+/// reposted before any RDMA Read. `Err` means no Call for nfsd.
 fn receive(
     conn: &Connection,
     rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
-    index: u16,
+    slot: RecvSlot,
 ) -> core::result::Result<Next, NoCall> {
-    let res = conn.res().ok_or(ENOTCONN)?;
-    let repost = |conn: &Connection| {
-        if res.recv.post(&res.qp, index).is_err() {
-            conn.close();
-        }
+    let Some(res) = conn.res() else {
+        // Not reposted, as before: the connection has no resources yet.
+        return Err(NoCall::Dropped);
     };
-    // SAFETY: `index` came from the ready queue and is reposted below,
-    // after its last use.
-    let Some(msg) = (unsafe { res.recv.message(index) }) else {
-        repost(conn);
+    let Some(msg) = res.recv.message(&slot) else {
+        repost(conn, slot);
         return Err(NoCall::Dropped);
     };
     count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
@@ -258,7 +268,7 @@ fn receive(
                     "connection {}: the client sent RDMA_ERROR, closing\n",
                     conn.id
                 );
-                repost(conn);
+                repost(conn, slot);
                 conn.close();
                 return Err(NoCall::Dropped);
             }
@@ -275,7 +285,7 @@ fn receive(
                 outcome
             );
             crate::trace::decode_err(conn.id, e.xid().unwrap_or(0), e.as_str());
-            repost(conn);
+            repost(conn, slot);
             return Err(answer(conn, ctxt, &e));
         }
     };
@@ -291,7 +301,7 @@ fn receive(
     #[cfg(svcrdma_rs_backchannel)]
     if crate::proto::rpcrdma::backward::is_reply(&header, body) {
         super::backchannel::receive_reply(conn, &header, body);
-        repost(conn);
+        repost(conn, slot);
         return Err(NoCall::Dropped);
     }
 
@@ -303,7 +313,7 @@ fn receive(
     let mut nchunks = 0usize;
     for c in header.reads.chunks() {
         let Some(slot) = chunks.get_mut(nchunks) else {
-            return reject(conn, ctxt, xid, "too many read chunks", (0, 0), repost);
+            return reject(conn, ctxt, xid, "too many read chunks", (0, 0), slot);
         };
         *slot = ReadChunkRef {
             position: c.position,
@@ -320,7 +330,7 @@ fn receive(
         &mut steps,
     ) {
         Ok(l) => l,
-        Err(e) => return reject(conn, ctxt, xid, e.as_str(), (0, 0), repost),
+        Err(e) => return reject(conn, ctxt, xid, e.as_str(), (0, 0), slot),
     };
     // A Call whose Reads need more MRs or send-queue slots than the
     // connection has could never be served: it is answered, not waited on.
@@ -335,7 +345,7 @@ fn receive(
             }
         }
         if let Err(over) = budget.check(cost) {
-            return reject(conn, ctxt, xid, over.as_str(), over.counts(), repost);
+            return reject(conn, ctxt, xid, over.as_str(), over.counts(), slot);
         }
     }
 
@@ -346,7 +356,7 @@ fn receive(
         .extend_from_slice(&msg[..hdr_len], GFP_KERNEL)
         .is_err()
     {
-        repost(conn);
+        repost(conn, slot);
         return Err(NoCall::Dropped);
     }
     for step in &steps[..nsteps] {
@@ -362,33 +372,22 @@ fn receive(
             Place::Chunk { .. } => Ok(()),
         };
         if done.is_err() {
-            repost(conn);
+            repost(conn, slot);
             return Err(NoCall::Dropped);
         }
     }
-    repost(conn);
+    repost(conn, slot);
 
     if nchunks > 0 {
-        // Decode our copy again: the receive buffer is gone.
-        let CallCtxt { hdr, .. } = &*ctxt;
-        let hdr_copy = hdr.as_ptr();
-        let hdr_len = hdr.len();
-        // The Reads below only touch `ctxt`'s chain, mappings and MRs.
-        // SAFETY: `ctxt.hdr` is neither changed nor freed until the context is released.
-        let hdr = unsafe { core::slice::from_raw_parts(hdr_copy, hdr_len) };
-        let header = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
-        let mut work = [None; MAX_READ_CHUNKS];
-        for (slot, step) in work.iter_mut().zip(
-            steps[..nsteps]
-                .iter()
-                .filter(|s| matches!(s, Place::Chunk { .. })),
-        ) {
-            if let Place::Chunk { chunk, dst, .. } = *step {
-                let c = header.reads.chunks().nth(chunk).ok_or(EINVAL)?;
-                *slot = Some((c.segments, dst as usize));
-            }
-        }
-        if let Err(e) = rw::prepare_reads(conn, rq, ctxt, &work, total as usize) {
+        // Decode our copy again: the receive buffer is gone. The copy is
+        // lent out of the context while the Reads are prepared (they only
+        // touch its chain, mappings and MRs), and put back whatever they
+        // give.
+        let hdr = core::mem::take(&mut ctxt.hdr);
+        let prepared = read_work(&hdr, &steps[..nsteps])
+            .map(|work| rw::prepare_reads(conn, rq, ctxt, &work, total as usize));
+        ctxt.hdr = hdr;
+        if let Err(e) = prepared? {
             pr_warn_ratelimited!(
                 "connection {}: RDMA Read of a Call failed: error {}, closing\n",
                 conn.id,
@@ -402,6 +401,26 @@ fn receive(
     finish_call(conn, rq, total as usize).map(Next::Call)
 }
 
+/// Per Read chunk that `steps` place, its segments (decoded from `hdr`,
+/// the context's copy of the Call's transport header) and destination.
+fn read_work<'h>(
+    hdr: &'h [u8],
+    steps: &[Place],
+) -> Result<[Option<(ReadList<'h>, usize)>; MAX_READ_CHUNKS]> {
+    let header = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
+    let mut work = [None; MAX_READ_CHUNKS];
+    for (slot, step) in work
+        .iter_mut()
+        .zip(steps.iter().filter(|s| matches!(s, Place::Chunk { .. })))
+    {
+        if let Place::Chunk { chunk, dst, .. } = *step {
+            let c = header.reads.chunks().nth(chunk).ok_or(EINVAL)?;
+            *slot = Some((c.segments, dst as usize));
+        }
+    }
+    Ok(work)
+}
+
 /// Answers a Call whose chunks cannot be placed, or need more than the
 /// connection has, with ERR_CHUNK; `(need, have)` of what ran out, if
 /// something did (`(0, 0)`: nothing to count).
@@ -411,9 +430,9 @@ fn reject(
     xid: u32,
     why: &str,
     (need, have): (usize, usize),
-    repost: impl Fn(&Connection),
+    slot: RecvSlot,
 ) -> core::result::Result<Next, NoCall> {
-    repost(conn);
+    repost(conn, slot);
     if need == 0 {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",

@@ -33,7 +33,10 @@ use crate::{
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
-    rdma::{dma::DmaMaps, wr::Chain},
+    rdma::{
+        dma::{Dir, DmaMaps},
+        wr::Chain,
+    },
     sunrpc::{Piece, PAGE_SIZE},
 };
 
@@ -80,49 +83,41 @@ fn build_reads(
     next_mr: &mut usize,
 ) -> Result {
     let res = conn.res().ok_or(ENOTCONN)?;
-    let dev = res.cm_id.device().ok_or(ENODEV)?.as_ptr();
     match conn.info.model {
         Model::Frmr {
             sink_remote_write,
             read_with_inv,
             ..
         } => {
-            let pool = res.frmrs.as_ref().ok_or(EINVAL)?;
+            let pool = &res.frmrs.as_ref().ok_or(EINVAL)?.table;
             let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
             let mut allocated = pool.allocated();
-            let mut access = bindings::IB_ACCESS_LOCAL_WRITE;
-            if sink_remote_write {
-                access |= bindings::IB_ACCESS_REMOTE_WRITE;
-            }
+            let dev = ctxt.maps.dev();
             for seg in chunk.iter() {
                 let mut done = 0usize;
                 let len = seg.length as usize;
                 while done < len {
                     let at = dst + done;
                     let n = frmr_piece(at, len - done, max_bytes);
-                    let index = *ctxt.mrs.get(*next_mr).ok_or(EINVAL)?;
+                    let lease = ctxt.mrs.get_mut(*next_mr).ok_or(EINVAL)?;
                     *next_mr += 1;
                     let pages = rq.arg_range(at, n)?;
                     // The argument pages stay allocated for the RPC, past
-                    // the Reads' completion; the PD outlives its pool.
-                    // SAFETY: we hold the entry, and the pages outlive it.
-                    let mr = unsafe { pool.map(&res.pd, dev, index, pages, n) };
+                    // the Reads' completion and the unmapping.
+                    // SAFETY: so the pages outlive the mapping.
+                    let mapped = unsafe { pool.map(&res.pd, dev, lease, pages, n) };
                     if pool.allocated() != allocated {
                         allocated = pool.allocated();
                         conn.frmr_changed();
                     }
-                    let mr = mr?;
-                    // SAFETY: the MR is ours and not registered.
-                    let key = unsafe { bindings::svcrdma_rs_mr_refresh_key(mr) };
-                    ctxt.chain.reg_mr(mr, key, access)?;
-                    // SAFETY: `mr` is live; `map` set its iova and keys.
-                    let (iova, lkey) = unsafe { ((*mr).iova, (*mr).lkey) };
+                    let mapped = mapped?;
+                    mapped.register(&mut ctxt.chain, sink_remote_write)?;
                     let sge = bindings::ib_sge {
-                        addr: iova,
+                        addr: mapped.iova,
                         length: n as u32,
-                        lkey,
+                        lkey: mapped.lkey,
                     };
-                    let inv = read_with_inv.then_some(lkey);
+                    let inv = read_with_inv.then_some(mapped.lkey);
                     ctxt.chain.read(
                         seg.offset.wrapping_add(done as u64),
                         seg.handle,
@@ -136,9 +131,8 @@ fn build_reads(
         }
         Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
             let key = match conn.info.model {
-                // SAFETY: the PD is live; the field is set at allocation
-                // (policy asked for the global rkey for this model only).
-                Model::DmaMrRemoteWrite => unsafe { (*res.pd.as_ptr()).unsafe_global_rkey },
+                // Policy asked for the global rkey for this model only.
+                Model::DmaMrRemoteWrite => res.pd.global_rkey(),
                 _ => res.pd.local_dma_lkey(),
             };
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
@@ -152,7 +146,7 @@ fn build_reads(
                 for (page, off, len) in rq.arg_range(dst, seg.length as usize)? {
                     placed += len;
                     // SAFETY: argument pages stay allocated for the RPC.
-                    let addr = unsafe { maps.map_page(page, off, len, bindings::DMA_FROM_DEVICE) }?;
+                    let addr = unsafe { maps.map_page(page, off, len, Dir::FromDevice) }?;
                     if let Some(s) = sges.get_mut(count) {
                         *s = bindings::ib_sge {
                             addr,
@@ -302,11 +296,8 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
     {
         return Ok(());
     }
-    for &i in ctxt.mrs.iter() {
-        // SAFETY: we hold entry `i`.
-        if let Some(mr) = unsafe { pool.mr(i) } {
-            // SAFETY: a live MR we hold.
-            let key = unsafe { (*mr).lkey };
+    for lease in ctxt.mrs.iter() {
+        if let Some(key) = pool.table.lkey(lease) {
             ctxt.chain.local_inv(key)?;
         }
     }
@@ -347,12 +338,12 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     let Some(pool) = res.frmrs.as_ref() else {
         return;
     };
-    let dev = res.cm_id.device().map(|d| d.as_ptr());
+    let count = ctxt.mrs.len();
     let mut kept = 0usize;
-    for &i in ctxt.mrs.iter() {
-        // SAFETY: we hold entry `i`; nothing that uses its MR is in flight
-        // or will be posted (above).
-        if unsafe { pool.retire(dev, i) }.is_err() {
+    // Not given back: retired entries are never used again.
+    while let Some(lease) = ctxt.mrs.pop() {
+        // Nothing that uses its MR is in flight or will be posted (above).
+        if pool.table.retire(lease).is_err() {
             kept += 1;
         }
     }
@@ -366,12 +357,10 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
         pr_info_ratelimited!(
             "connection {}: the {} memory regions of a failed RDMA Read are deregistered\n",
             conn.id,
-            ctxt.mrs.len()
+            count
         );
     }
     conn.frmr_changed();
-    // Not given back: retired entries are never used again.
-    ctxt.mrs.clear();
 }
 
 /// Unmaps the MRs of a Call whose chain (Reads and invalidations)
@@ -384,11 +373,9 @@ fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     let Some(pool) = res.frmrs.as_ref() else {
         return;
     };
-    if let Some(dev) = res.cm_id.device() {
-        for &i in ctxt.mrs.iter() {
-            // SAFETY: we hold entry `i`; its Read and invalidation completed.
-            unsafe { pool.unmap(dev.as_ptr(), i) };
-        }
+    // Their Reads and invalidations completed.
+    for lease in ctxt.mrs.iter_mut() {
+        pool.table.unmap(lease);
     }
     conn.mrs_give(&mut ctxt.mrs);
 }
@@ -500,10 +487,8 @@ pub(super) fn build_writes(
             // SAFETY: so the Reply's memory outlives the mapping.
             let addr = unsafe {
                 match piece {
-                    Piece::Virt(p, l) => maps.map_virt(p, l, bindings::DMA_TO_DEVICE),
-                    Piece::Page(page, off, l) => {
-                        maps.map_page(page, off, l, bindings::DMA_TO_DEVICE)
-                    }
+                    Piece::Virt(p, l) => maps.map_virt(p, l, Dir::ToDevice),
+                    Piece::Page(page, off, l) => maps.map_page(page, off, l, Dir::ToDevice),
                 }
             }?;
             w.add(addr, piece.len() as u32)

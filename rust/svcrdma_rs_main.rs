@@ -20,7 +20,9 @@
 
 use kernel::prelude::*;
 
+mod anchor;
 mod bindings;
+mod kwork;
 mod log;
 mod params;
 pub mod proto;

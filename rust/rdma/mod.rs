@@ -14,7 +14,7 @@ mod pd;
 pub(crate) mod qp;
 pub(crate) mod wr;
 
-pub(crate) use addr::sockaddr_to_proto;
+pub(crate) use addr::{sockaddr_to_proto, IpSockAddr};
 pub(crate) use cq::Cq;
 pub(crate) use device::Device;
 pub(crate) use pd::Pd;

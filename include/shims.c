@@ -52,17 +52,6 @@ u64 svcrdma_rs_now_ms(void)
 	return ktime_get_coarse_ns() / NSEC_PER_MSEC;
 }
 
-void svcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
-{
-	INIT_DELAYED_WORK(dwork, fn);
-}
-
-/* On the unbound long-running queue: the work waits in rdma_destroy_id(). */
-bool svcrdma_rs_queue_delayed_work_ms(struct delayed_work *dwork, unsigned int ms)
-{
-	return queue_delayed_work(system_dfl_long_wq, dwork, msecs_to_jiffies(ms));
-}
-
 bool svcrdma_rs_protocol_ib(const struct ib_device *dev, u32 port)
 {
 	return rdma_protocol_ib(dev, port);

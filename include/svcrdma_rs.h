@@ -81,11 +81,6 @@ int svcrdma_rs_qp_to_error(struct ib_qp *qp);
 /* shims.c: time */
 u64 svcrdma_rs_now_ms(void);
 
-/* shims.c: delayed work (INIT_DELAYED_WORK is a macro, queue_delayed_work
- * and msecs_to_jiffies static inlines) */
-void svcrdma_rs_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
-bool svcrdma_rs_queue_delayed_work_ms(struct delayed_work *dwork, unsigned int ms);
-
 /* params.c: module parameters (module_param is a macro) */
 const char *svcrdma_rs_param_xprt_name(void);
 const char *svcrdma_rs_param_dma_mr_default(void);

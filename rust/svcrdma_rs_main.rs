@@ -20,8 +20,10 @@
 
 use kernel::prelude::*;
 
+mod anchor;
 mod bindings;
 mod globals;
+mod kwork;
 mod log;
 mod params;
 pub mod proto;

@@ -38,3 +38,54 @@ pub(crate) unsafe fn sockaddr_to_proto(sa: *const bindings::sockaddr) -> Option<
         _ => None,
     }
 }
+
+/// A copy of an IPv4 or IPv6 socket address (a `sockaddr_in` or
+/// `sockaddr_in6`), in storage large enough for either.
+///
+/// # Invariants
+///
+/// `sa` holds a whole `sockaddr_in` (family `AF_INET`) or `sockaddr_in6`
+/// (family `AF_INET6`).
+#[derive(Clone, Copy)]
+pub(crate) struct IpSockAddr {
+    sa: bindings::sockaddr_in6,
+}
+
+impl IpSockAddr {
+    /// Copies an IPv4 or IPv6 `sockaddr`; `None` for any other family.
+    ///
+    /// # Safety
+    ///
+    /// `sa` must point to a valid `sockaddr` whose storage is as large as its
+    /// family's structure (as in a `sockaddr_storage`).
+    pub(crate) unsafe fn copy_from(sa: *const bindings::sockaddr) -> Option<Self> {
+        let mut a = bindings::sockaddr_in6::default();
+        // SAFETY: `sa` is valid (caller's promise); the shim reads the family.
+        let len = unsafe { bindings::svcrdma_rs_sockaddr_len(sa) }.min(size_of_val(&a));
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: `len` bytes are readable at `sa` (its family's size) and
+        // writable in `a`; the two do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping(sa.cast::<u8>(), (&raw mut a).cast::<u8>(), len) };
+        // INVARIANT: a whole `sockaddr_in` or `sockaddr_in6`, by its family.
+        Some(Self { sa: a })
+    }
+
+    /// The address as a `sockaddr` pointer, valid while `self` is.
+    pub(crate) fn as_ptr(&self) -> *const bindings::sockaddr {
+        (&raw const self.sa).cast()
+    }
+
+    /// Whether it is an IPv6 address.
+    pub(crate) fn is_v6(&self) -> bool {
+        u32::from(self.sa.sin6_family) == bindings::AF_INET6
+    }
+
+    /// The address for the log and the protocol code.
+    pub(crate) fn to_proto(self) -> Option<SockAddr> {
+        // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` in storage large
+        // enough for either (invariant).
+        unsafe { sockaddr_to_proto(self.as_ptr()) }
+    }
+}

@@ -1,28 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! RDMA connection manager identifiers (`struct rdma_cm_id`) and events.
+//!
+//! An object that receives an id's events implements [`CmHandler`] and is
+//! [`Anchored`]: the id's `context` is a counted reference to its anchor
+//! ([`AnchorRef`]), held until the id is destroyed, silenced or re-pointed,
+//! so the object cannot be freed while an event may reach it. The one
+//! `extern "C"` handler, [`handle`], is generic over the object's type.
 
-use core::ptr::NonNull;
+use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
 
 use kernel::{error::to_result, prelude::*};
 
-use super::Device;
-use crate::{bindings, proto::addr::SockAddr};
-
-/// How the CM calls us: `(id, event) -> 0` keeps the id, non-zero makes the
-/// CM destroy it (for a connection request: refuse the connection).
-pub(crate) type Handler =
-    unsafe extern "C" fn(*mut bindings::rdma_cm_id, *mut bindings::rdma_cm_event) -> c_int;
+use super::{addr::IpSockAddr, Device};
+use crate::{
+    anchor::{Anchor, AnchorRef, Anchored},
+    bindings,
+    proto::addr::SockAddr,
+};
 
 /// Connection-request backlog of a listener.
 pub(crate) const LISTEN_BACKLOG: i32 = 32;
+
+/// Receives the CM events of the ids pointing at it.
+///
+/// Every id this module makes keeps a count on its handler's anchor, so
+/// the handler lives while its ids can deliver events. An id's events are
+/// delivered one at a time, under the id's handler lock.
+pub(crate) trait CmHandler: Anchored {
+    /// An event other than `CONNECT_REQUEST` on `id`. The id stays ours
+    /// (its owner destroys it).
+    fn event(self: Pin<&Self>, id: CmIdRef<'_>, event: &CmEvent<'_>);
+
+    /// A connection request on a listening id pointing at `self`. Refused
+    /// (rejected, and the new id destroyed by the CM) unless `req` is
+    /// adopted ([`ConnRequest::adopt`]). By default, refuses.
+    fn connect_request(self: Pin<&Self>, req: ConnRequest<'_>) {
+        let _ = req;
+    }
+}
+
+/// A network namespace, borrowed from sunrpc (a transport's or a create
+/// call's).
+#[derive(Clone, Copy)]
+pub(crate) struct NetRef<'a> {
+    ptr: NonNull<bindings::net>,
+    _p: PhantomData<&'a bindings::net>,
+}
+
+impl NetRef<'_> {
+    /// Borrows a namespace.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a live `struct net` for the borrow's lifetime.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::net) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| Self {
+            ptr,
+            _p: PhantomData,
+        })
+    }
+}
 
 /// An RDMA CM identifier this module created and destroys when dropped.
 ///
 /// # Invariants
 ///
-/// `ptr` points to a live `rdma_cm_id` created by `rdma_create_id()`, owned
-/// by this value and destroyed only by its `Drop`.
+/// `ptr` points to a live `rdma_cm_id` created by `rdma_create_id()` (or
+/// adopted from a connection request), owned by this value and destroyed
+/// only by its `Drop`. Its `event_handler` and `context` change only under
+/// its handler lock, and are either [`ignore_events`] and null, or
+/// `handle::<H>` and a count on the anchor of an `H` (from
+/// [`AnchorRef::into_raw`]), which the id owns.
 pub(crate) struct CmId {
     ptr: NonNull<bindings::rdma_cm_id>,
 }
@@ -34,33 +83,36 @@ unsafe impl Send for CmId {}
 unsafe impl Sync for CmId {}
 
 impl CmId {
-    /// Creates an RC identifier in the TCP port space of `net`.
-    ///
-    /// # Safety
-    ///
-    /// `handler` is called with `context` in the id's `context` field until
-    /// the id is destroyed: `context` must stay valid that long, and
-    /// `handler` must accept it.
-    pub(crate) unsafe fn new(
-        net: *mut bindings::net,
-        handler: Handler,
-        context: *mut c_void,
-    ) -> Result<Self> {
-        // SAFETY: `net` is a live namespace (from sunrpc); the handler and
-        // context contract is the caller's.
+    /// Creates an RC identifier in the TCP port space of `net`, whose
+    /// events go to `handler`.
+    pub(crate) fn new<H: CmHandler>(net: NetRef<'_>, handler: Pin<&H>) -> Result<Self> {
+        let ctx = AnchorRef::new(handler).into_raw();
+        // SAFETY: `net` is live (`NetRef`); `handle::<H>` takes a context
+        // that is a counted anchor of an `H`, which `ctx` is.
         let ptr = unsafe {
             bindings::svcrdma_rs_create_id(
-                net,
-                Some(handler),
-                context,
+                net.ptr.as_ptr(),
+                Some(handle::<H>),
+                ctx.as_ptr().cast(),
                 bindings::RDMA_PS_TCP,
                 bindings::IB_QPT_RC,
             )
         };
-        let ptr = kernel::error::from_err_ptr(ptr)?;
-        // INVARIANT: `rdma_create_id()` succeeded, so `ptr` is a live id that
-        // we now own.
-        NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+        match kernel::error::from_err_ptr(ptr).map(NonNull::new) {
+            // INVARIANT: `rdma_create_id()` succeeded: a live id, ours, with
+            // `handle::<H>` and the counted `ctx`.
+            Ok(Some(ptr)) => Ok(Self { ptr }),
+            Ok(None) => {
+                // SAFETY: no id took the count: given back once.
+                unsafe { Anchor::release_raw(ctx) };
+                Err(ENOMEM)
+            }
+            Err(e) => {
+                // SAFETY: as above.
+                unsafe { Anchor::release_raw(ctx) };
+                Err(e)
+            }
+        }
     }
 
     /// The C object.
@@ -68,20 +120,21 @@ impl CmId {
         self.ptr.as_ptr()
     }
 
+    /// Whether `id` (an event's) is this id.
+    pub(crate) fn is(&self, id: &CmIdRef<'_>) -> bool {
+        self.ptr == id.ptr
+    }
+
     /// Binds to `addr` and listens. An IPv6 listener takes IPv6 only, so
     /// that an IPv4 listener can share its port, as nfsd asks for both.
-    ///
-    /// # Safety
-    ///
-    /// `addr` must point to a valid `sockaddr_in` or `sockaddr_in6`.
-    pub(crate) unsafe fn listen(&self, addr: *mut bindings::sockaddr) -> Result {
-        // SAFETY: `addr` is readable (caller's promise).
-        if u32::from(unsafe { (*addr).sa_family }) == bindings::AF_INET6 {
+    pub(crate) fn listen(&self, addr: &IpSockAddr) -> Result {
+        if addr.is_v6() {
             // SAFETY: `self.ptr` is live (type invariant).
             to_result(unsafe { bindings::rdma_set_afonly(self.as_ptr(), 1) })?;
         }
-        // SAFETY: `self.ptr` is live; `addr` is valid (caller's promise).
-        to_result(unsafe { bindings::rdma_bind_addr(self.as_ptr(), addr) })?;
+        // SAFETY: `self.ptr` is live; the CM copies the address it reads
+        // (a whole `sockaddr_in`/`sockaddr_in6`).
+        to_result(unsafe { bindings::rdma_bind_addr(self.as_ptr(), addr.as_ptr().cast_mut()) })?;
         // SAFETY: `self.ptr` is live and bound.
         to_result(unsafe { bindings::rdma_listen(self.as_ptr(), LISTEN_BACKLOG) })
     }
@@ -99,27 +152,67 @@ impl CmId {
         // address reads nothing.
         unsafe { (&raw const (*self.as_ptr()).route.addr.src_addr).cast() }
     }
-}
 
-impl CmId {
-    /// Points the id's events at `handler` with `context` and accepts the
-    /// connection request it was created for, sending `private` as CM
-    /// private data. Both happen under the id's handler lock (as
-    /// `rdma_accept()` requires), so no event sees the old context after.
-    ///
-    /// The result says whether the id was re-pointed: a caller whose old
-    /// context holds the id learns from the type alone whether it may free
-    /// that context ([`Accept::Repointed`]) or not ([`Accept::NotRepointed`]:
-    /// events still go to the old handler and context).
+    /// A copy of the peer's address, if it is IPv4 or IPv6.
+    pub(crate) fn dst_addr(&self) -> Option<IpSockAddr> {
+        // SAFETY: `dst_addr` is a `sockaddr_storage` inside a live id.
+        unsafe { IpSockAddr::copy_from(self.dst_sockaddr()) }
+    }
+
+    /// A copy of the bound source address, if it is IPv4 or IPv6.
+    pub(crate) fn src_addr(&self) -> Option<IpSockAddr> {
+        // SAFETY: `src_addr` is a `sockaddr_storage` inside a live id.
+        unsafe { IpSockAddr::copy_from(self.src_sockaddr()) }
+    }
+
+    /// Replaces the id's handler and context under its handler lock;
+    /// returns the old context.
     ///
     /// # Safety
     ///
-    /// `context` must stay valid, and `handler` accept it, until the id is
-    /// destroyed. Must not be called from this id's handler.
-    pub(crate) unsafe fn repoint_and_accept(
+    /// `handler` and `context` must be a pair as the type invariant allows,
+    /// whose count the id now owns; the caller owns the returned one.
+    /// Not from this id's own handler (its lock is held there).
+    unsafe fn swap_handler(
         &self,
-        handler: Handler,
+        handler: bindings::rdma_cm_event_handler,
         context: *mut c_void,
+        then: impl FnOnce() -> c_int,
+    ) -> (*mut c_void, c_int) {
+        let id = self.as_ptr();
+        // We are not in the id's handler, so taking the lock cannot
+        // deadlock; it waits for a running handler, and no event is
+        // delivered while the fields change.
+        // SAFETY: the id is live (invariant); the pair is valid (caller's).
+        unsafe {
+            bindings::rdma_lock_handler(id);
+            let old = (*id).context;
+            (*id).event_handler = handler;
+            (*id).context = context;
+            let ret = then();
+            bindings::rdma_unlock_handler(id);
+            (old, ret)
+        }
+    }
+}
+
+impl CmId {
+    /// Points the id's events at `handler` and accepts the connection
+    /// request it was created for, sending `private` as CM private data.
+    /// Both happen under the id's handler lock (as `rdma_accept()`
+    /// requires), so no event reaches the old handler after; the old
+    /// handler's count is given back once the lock is released.
+    ///
+    /// The result says whether the id was re-pointed: a caller whose old
+    /// handler holds the id learns from the type alone whether it may free
+    /// that handler ([`Accept::Repointed`]) or not ([`Accept::NotRepointed`]:
+    /// events still go to the old handler).
+    ///
+    /// Must not be called from this id's handler: its lock is held there,
+    /// and this would deadlock.
+    pub(crate) fn repoint_and_accept<H: CmHandler>(
+        &self,
+        handler: Pin<&H>,
         private: &[u8],
         initiator_depth: u8,
     ) -> Accept {
@@ -133,34 +226,31 @@ impl CmId {
             initiator_depth,
             ..Default::default()
         };
-        // We are not in the id's handler, so taking its lock cannot
-        // deadlock; the CM copies the private data.
-        // SAFETY: the id is live (invariant); `param` and `private` outlive the call.
-        let ret = unsafe {
-            bindings::rdma_lock_handler(self.as_ptr());
-            (*self.as_ptr()).event_handler = Some(handler);
-            (*self.as_ptr()).context = context;
-            let ret = bindings::rdma_accept(self.as_ptr(), &mut param);
-            bindings::rdma_unlock_handler(self.as_ptr());
-            ret
+        let ctx = AnchorRef::new(handler).into_raw();
+        let id = self.as_ptr();
+        // The CM copies the private data; `param` outlives the call.
+        // SAFETY: `handle::<H>` with a counted anchor of an `H`, now the id's; not in the handler (documented).
+        let (old, ret) = unsafe {
+            self.swap_handler(Some(handle::<H>), ctx.as_ptr().cast(), || {
+                bindings::rdma_accept(id, &mut param)
+            })
         };
+        // SAFETY: the old context's count was the id's, and is ours now.
+        unsafe { release_context(old) };
         Accept::Repointed(to_result(ret))
     }
 
     /// Points the id's events at a handler that ignores them, under the
-    /// id's handler lock: once this returns, no handler call with the old
-    /// context runs or starts, so the context may go while the id lives on
-    /// (until it is dropped). Must not be called from the id's own handler:
-    /// its lock is held there, and this would deadlock (never unsound).
+    /// id's handler lock: once this returns, no event reaches the old
+    /// handler (its count is given back), while the id lives on until it
+    /// is dropped. Must not be called from the id's own handler: its lock
+    /// is held there, and this would deadlock.
     pub(crate) fn silence(&self) {
-        // SAFETY: the id is live (invariant). We are not in its handler, so
-        // taking the lock cannot deadlock; it waits for a running handler.
-        unsafe {
-            bindings::rdma_lock_handler(self.as_ptr());
-            (*self.as_ptr()).event_handler = Some(ignore_events);
-            (*self.as_ptr()).context = core::ptr::null_mut();
-            bindings::rdma_unlock_handler(self.as_ptr());
-        }
+        let ignore: bindings::rdma_cm_event_handler = Some(ignore_events);
+        // SAFETY: the pair the invariant allows for a silenced id; not in the handler.
+        let (old, _) = unsafe { self.swap_handler(ignore, core::ptr::null_mut(), || 0) };
+        // SAFETY: the old context's count was the id's, and is ours now.
+        unsafe { release_context(old) };
     }
 
     /// Sets the QP's local ACK timeout (IB/RoCE): 4.096 µs × 2^`timeout`
@@ -186,6 +276,19 @@ impl CmId {
     }
 }
 
+/// Gives back the count an id held through its `context`, if any.
+///
+/// # Safety
+///
+/// `context` is null or a counted anchor the caller owns (taken off an id
+/// under its handler lock, or off a destroyed id).
+unsafe fn release_context(context: *mut c_void) {
+    if let Some(a) = NonNull::new(context.cast::<Anchor>()) {
+        // SAFETY: a count the caller owns, given back once.
+        unsafe { Anchor::release_raw(a) };
+    }
+}
+
 /// The handler of a silenced id ([`CmId::silence`]): keeps the id.
 ///
 /// # Safety
@@ -198,113 +301,183 @@ unsafe extern "C" fn ignore_events(
     0
 }
 
+/// The CM handler of every id pointing at an `H`.
+///
+/// # Safety
+///
+/// Called by the RDMA CM only, with a live id and event, for an id whose
+/// context is a counted anchor of an `H` ([`CmId`]'s invariant), or for the
+/// new id of a `CONNECT_REQUEST`, which inherits the context of its
+/// listening id: the CM holds the listening id's handler lock across the
+/// call (for a wildcard listener, that of its per-device id, which
+/// destroying the listening id destroys first, waiting for the lock), so
+/// the listening id, and the count it holds, outlive the call.
+unsafe extern "C" fn handle<H: CmHandler>(
+    id: *mut bindings::rdma_cm_id,
+    event: *mut bindings::rdma_cm_event,
+) -> c_int {
+    let Some(ptr) = NonNull::new(id) else {
+        return 0;
+    };
+    let id = CmIdRef {
+        ptr,
+        _p: PhantomData,
+    };
+    // SAFETY: the CM passes a valid event for the call's duration.
+    let ev = unsafe { &*event };
+    let event = CmEvent { ev };
+    // SAFETY: the id is live for the call (function contract).
+    let ctx = unsafe { (*ptr.as_ptr()).context };
+    // SAFETY: a counted anchor of an `H`, held at least for the call
+    // (function contract).
+    let h = unsafe { AnchorRef::<H>::borrow_raw(ctx.cast::<Anchor>()) };
+    if event.ev.event != bindings::RDMA_CM_EVENT_CONNECT_REQUEST {
+        h.event(id, &event);
+        return 0;
+    }
+    let adopted = Cell::new(false);
+    h.connect_request(ConnRequest {
+        id,
+        event: &event,
+        adopted: &adopted,
+    });
+    if adopted.get() {
+        // The id is ours now, pointing at its new handler.
+        return 0;
+    }
+    // SAFETY: a live id in its connection-request handler.
+    let _ = unsafe {
+        bindings::rdma_reject(
+            ptr.as_ptr(),
+            core::ptr::null(),
+            0,
+            bindings::IB_CM_REJ_CONSUMER_DEFINED as u8,
+        )
+    };
+    // The CM destroys the refused id.
+    1
+}
+
 impl Drop for CmId {
     fn drop(&mut self) {
+        // Nothing changes the context any more: that takes `&self` (or
+        // runs in our own handler, which only adopts ids not yet ours).
+        // SAFETY: `self.ptr` is live (type invariant).
+        let ctx = unsafe { (*self.as_ptr()).context };
         // SAFETY: `self.ptr` is live and ours (type invariant). This waits for
         // a running event handler to return, and no handler runs afterwards.
         unsafe { bindings::rdma_destroy_id(self.as_ptr()) };
+        // SAFETY: the destroyed id's count is ours now.
+        unsafe { release_context(ctx) };
     }
 }
 
 /// What [`CmId::repoint_and_accept`] did.
 #[must_use]
 pub(crate) enum Accept {
-    /// Nothing changed: the id's events still go to its old handler and
-    /// context (the error says why).
+    /// Nothing changed: the id's events still go to its old handler (the
+    /// error says why).
     NotRepointed(Error),
-    /// The id's events go to the new handler and context; the accept's
-    /// result.
+    /// The id's events go to the new handler; the accept's result.
     Repointed(Result),
 }
 
 /// The identifier an event handler was called for; not owned.
+///
+/// # Invariants
+///
+/// `ptr` is the live id of a running event handler, for `'a`.
 #[derive(Clone, Copy)]
 pub(crate) struct CmIdRef<'a> {
-    id: &'a bindings::rdma_cm_id,
+    ptr: NonNull<bindings::rdma_cm_id>,
+    _p: PhantomData<&'a bindings::rdma_cm_id>,
 }
 
 impl<'a> CmIdRef<'a> {
-    /// Borrows the id a handler was given.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the live id passed to a running event handler; the
-    /// borrow must not outlive the handler call.
-    pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_id) -> Self {
-        Self {
-            // SAFETY: per the function's safety requirements.
-            id: unsafe { &*ptr },
-        }
-    }
-
-    /// The C object.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
-        core::ptr::from_ref(self.id).cast_mut()
-    }
-
-    /// The context pointer the id carries (for a connection request, the
-    /// listener's, inherited).
-    pub(crate) fn context(&self) -> *mut c_void {
-        self.id.context
-    }
-
     /// The device the id is bound to (a connection request's always is).
     pub(crate) fn device(&self) -> Option<Device<'a>> {
-        // SAFETY: a bound id's device lives while the id does (`'a`).
-        unsafe { Device::from_raw(self.id.device, self.id.port_num) }
-    }
-
-    /// Takes ownership of a connection request's new id.
-    ///
-    /// # Safety
-    ///
-    /// Only for the id of a `CONNECT_REQUEST` event, and only if the handler
-    /// then returns 0 (the CM leaves the id to us). The returned `CmId` must
-    /// not be dropped inside this handler call (destroying an id from its
-    /// own handler deadlocks).
-    pub(crate) unsafe fn adopt(self) -> CmId {
-        // INVARIANT: a live id, now ours (caller's promise).
-        CmId {
-            ptr: NonNull::from(self.id),
-        }
-    }
-
-    /// Points a connection request's id at `handler` with `context`.
-    ///
-    /// # Safety
-    ///
-    /// Only from within this id's own handler (the CM holds its handler
-    /// lock); `context` must stay valid, and `handler` accept it, until the
-    /// id is destroyed or re-pointed.
-    pub(crate) unsafe fn repoint_in_handler(&self, handler: Handler, context: *mut c_void) {
-        let id = self.as_ptr();
-        // SAFETY: we hold the handler lock (caller's promise), so no event
-        // is delivered while the fields change.
-        unsafe {
-            (*id).event_handler = Some(handler);
-            (*id).context = context;
-        }
-    }
-
-    /// Rejects the connection request this id was created for. The handler
-    /// must then return non-zero, so the CM destroys the id.
-    pub(crate) fn reject(&self) {
-        // SAFETY: a live id in its connection-request handler.
-        let _ = unsafe {
-            bindings::rdma_reject(
-                self.as_ptr(),
-                core::ptr::null(),
-                0,
-                bindings::IB_CM_REJ_CONSUMER_DEFINED as u8,
-            )
-        };
+        let id = self.ptr.as_ptr();
+        // SAFETY: a live id (invariant); a bound id's device lives while
+        // the id does (`'a`).
+        unsafe { Device::from_raw((*id).device, (*id).port_num) }
     }
 
     /// The peer's address, if it is IPv4 or IPv6.
     pub(crate) fn peer(&self) -> Option<SockAddr> {
+        let id = self.ptr.as_ptr();
         // SAFETY: `dst_addr` is a `sockaddr_storage` inside a live id.
-        unsafe { super::sockaddr_to_proto((&raw const self.id.route.addr.dst_addr).cast()) }
+        unsafe { super::sockaddr_to_proto((&raw const (*id).route.addr.dst_addr).cast()) }
     }
+}
+
+/// A connection request, in its `CONNECT_REQUEST` handler call
+/// ([`CmHandler::connect_request`]): adopted, or refused when dropped.
+pub(crate) struct ConnRequest<'a> {
+    id: CmIdRef<'a>,
+    event: &'a CmEvent<'a>,
+    /// Set by [`ConnRequest::adopt`]; read by [`handle`].
+    adopted: &'a Cell<bool>,
+}
+
+impl ConnRequest<'_> {
+    /// The new connection's id.
+    pub(crate) fn id(&self) -> CmIdRef<'_> {
+        self.id
+    }
+
+    /// The peer's CM private data (empty when none was sent).
+    pub(crate) fn private_data(&self) -> &[u8] {
+        self.event.private_data()
+    }
+
+    /// How many RDMA Reads the peer will accept from us at once.
+    pub(crate) fn initiator_depth(&self) -> u8 {
+        self.event.initiator_depth()
+    }
+
+    /// Takes the request's new id, its events going to `handler` from now
+    /// on; the CM leaves the id to us. The id must not be dropped inside
+    /// this handler call: destroying it waits for the call (a deadlock).
+    pub(crate) fn adopt<P: CmHandler>(self, handler: Pin<&P>) -> CmId {
+        let ctx = AnchorRef::new(handler).into_raw();
+        let id = self.id.ptr.as_ptr();
+        // The inherited context (the listener's) was never counted by
+        // this id: nothing to give back.
+        // SAFETY: we run in the id's handler, under its handler lock, so no
+        // event is delivered while the fields change.
+        unsafe {
+            (*id).event_handler = Some(handle::<P>);
+            (*id).context = ctx.as_ptr().cast();
+        }
+        self.adopted.set(true);
+        // INVARIANT: the handler returns 0 (`adopted`), so the CM leaves
+        // the live id to us; it points at `handle::<P>` with a count it owns.
+        CmId { ptr: self.id.ptr }
+    }
+}
+
+/// What a CM event is, for the events a handler acts on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CmEventKind {
+    /// The connection is established.
+    Established,
+    /// The peer disconnected.
+    Disconnected,
+    /// The id's device is going; its removal waits until the id is
+    /// destroyed.
+    DeviceRemoval,
+    /// The connection failed to be established.
+    ConnectError,
+    /// The peer rejected the connection.
+    Rejected,
+    /// The peer cannot be reached.
+    Unreachable,
+    /// The connection left the TIMEWAIT state.
+    TimewaitExit,
+    /// The id's address moved to another device.
+    AddrChange,
+    /// Any other event.
+    Other,
 }
 
 /// A CM event, borrowed for the duration of the handler call.
@@ -313,21 +486,23 @@ pub(crate) struct CmEvent<'a> {
 }
 
 impl<'a> CmEvent<'a> {
-    /// Borrows the event a handler was given.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be the event passed to a running handler; the borrow must
-    /// not outlive the handler call.
-    pub(crate) unsafe fn from_raw(ptr: *mut bindings::rdma_cm_event) -> Self {
-        Self {
-            // SAFETY: per the function's safety requirements.
-            ev: unsafe { &*ptr },
+    /// What the event is.
+    pub(crate) fn kind(&self) -> CmEventKind {
+        match self.ev.event {
+            bindings::RDMA_CM_EVENT_ESTABLISHED => CmEventKind::Established,
+            bindings::RDMA_CM_EVENT_DISCONNECTED => CmEventKind::Disconnected,
+            bindings::RDMA_CM_EVENT_DEVICE_REMOVAL => CmEventKind::DeviceRemoval,
+            bindings::RDMA_CM_EVENT_CONNECT_ERROR => CmEventKind::ConnectError,
+            bindings::RDMA_CM_EVENT_REJECTED => CmEventKind::Rejected,
+            bindings::RDMA_CM_EVENT_UNREACHABLE => CmEventKind::Unreachable,
+            bindings::RDMA_CM_EVENT_TIMEWAIT_EXIT => CmEventKind::TimewaitExit,
+            bindings::RDMA_CM_EVENT_ADDR_CHANGE => CmEventKind::AddrChange,
+            _ => CmEventKind::Other,
         }
     }
 
-    /// The event type (`RDMA_CM_EVENT_*`).
-    pub(crate) fn kind(&self) -> bindings::rdma_cm_event_type {
+    /// The event's number (`RDMA_CM_EVENT_*`), for tracing.
+    pub(crate) fn raw(&self) -> u32 {
         self.ev.event
     }
 

@@ -15,7 +15,7 @@ pub(crate) mod qp;
 pub(crate) mod recv;
 pub(crate) mod wr;
 
-pub(crate) use addr::sockaddr_to_proto;
+pub(crate) use addr::{sockaddr_to_proto, IpSockAddr};
 pub(crate) use cq::Cq;
 pub(crate) use device::Device;
 pub(crate) use pd::Pd;

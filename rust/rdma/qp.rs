@@ -12,8 +12,65 @@ use kernel::{
     time::{delay::fsleep, Delta},
 };
 
+use core::ptr::NonNull;
+
 use super::{cm::CmId, Cq, Pd};
-use crate::bindings;
+use crate::{
+    anchor::{Anchor, AnchorRef, Anchored},
+    bindings,
+};
+
+/// Receives the asynchronous events of the QPs pointing at it. Each such
+/// QP keeps a count on the handler's anchor until it is destroyed. May be
+/// called in interrupt context.
+pub(crate) trait QpEventHandler: Anchored {
+    /// An asynchronous event on a QP made with `self` as its handler.
+    fn qp_event(self: Pin<&Self>, event: QpEvent);
+}
+
+/// An asynchronous QP event (`struct ib_event`'s type).
+#[derive(Clone, Copy)]
+pub(crate) struct QpEvent {
+    kind: bindings::ib_event_type,
+}
+
+impl QpEvent {
+    /// The event's number (`IB_EVENT_*`), for the log and tracing.
+    pub(crate) fn raw(&self) -> u32 {
+        self.kind
+    }
+
+    /// Whether the event only informs (path migrated, communication
+    /// established, send queue drained, last WQE reached), rather than
+    /// reporting an error on the QP.
+    pub(crate) fn is_informational(&self) -> bool {
+        matches!(
+            self.kind,
+            bindings::IB_EVENT_PATH_MIG
+                | bindings::IB_EVENT_COMM_EST
+                | bindings::IB_EVENT_SQ_DRAINED
+                | bindings::IB_EVENT_QP_LAST_WQE_REACHED
+        )
+    }
+}
+
+/// The QP event handler of every QP pointing at an `H`.
+///
+/// # Safety
+///
+/// Called by the device only, with a valid event and the context given at
+/// QP creation: a counted anchor of an `H`, held until the QP is destroyed
+/// (after which no event is delivered).
+unsafe extern "C" fn handle_qp_event<H: QpEventHandler>(
+    event: *mut bindings::ib_event,
+    context: *mut c_void,
+) {
+    // SAFETY: the device passes a valid event for the call's duration.
+    let kind = unsafe { (*event).event };
+    // SAFETY: a counted anchor of an `H`, held for the call (contract).
+    let h = unsafe { AnchorRef::<H>::borrow_raw(context.cast::<Anchor>()) };
+    h.qp_event(QpEvent { kind });
+}
 
 /// Sizes of a queue pair.
 pub(crate) struct QpCaps {
@@ -42,10 +99,12 @@ const DESTROYED: u32 = 3;
 /// `id` is a live CM id whose QP was created by [`Qp::new`], and outlives
 /// this value (owners drop the QP first). The QP lives while `state` is
 /// below `DESTROYED`, and while `users` counts a [`Qp::to_error`] that
-/// saw it below `CLOSING`.
+/// saw it below `CLOSING`. `handler` is a count on the anchor of the QP's
+/// event handler, owned by the QP until it is destroyed.
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
+    handler: NonNull<Anchor>,
     state: Atomic<u32>,
     /// [`Qp::to_error`] calls under way.
     users: Atomic<u32>,
@@ -58,24 +117,24 @@ unsafe impl Sync for Qp {}
 
 impl Qp {
     /// Creates an RC QP on `id` with completions on `send_cq`/`recv_cq`.
-    /// Asynchronous QP events go to `event_handler` with `context`.
+    /// Asynchronous QP events go to `handler`, which cannot go before the
+    /// QP is destroyed.
     ///
     /// # Safety
     ///
-    /// `id` must outlive the returned `Qp`, as must `context` (for
-    /// `event_handler`) and the CQs and PD.
-    pub(crate) unsafe fn new(
+    /// `id` must outlive the returned `Qp`, as must the CQs and PD.
+    pub(crate) unsafe fn new<H: QpEventHandler>(
         id: &CmId,
         pd: &Pd,
         send_cq: &Cq,
         recv_cq: &Cq,
         caps: &QpCaps,
-        event_handler: unsafe extern "C" fn(*mut bindings::ib_event, *mut c_void),
-        context: *mut c_void,
+        handler: Pin<&H>,
     ) -> Result<(Self, QpCaps)> {
+        let ctx = AnchorRef::new(handler).into_raw();
         let mut attr = bindings::ib_qp_init_attr {
-            event_handler: Some(event_handler),
-            qp_context: context,
+            event_handler: Some(handle_qp_event::<H>),
+            qp_context: ctx.as_ptr().cast(),
             send_cq: send_cq.as_ptr(),
             recv_cq: recv_cq.as_ptr(),
             cap: bindings::ib_qp_cap {
@@ -89,8 +148,15 @@ impl Qp {
             qp_type: bindings::IB_QPT_RC,
             ..Default::default()
         };
+        // `attr` has a handler taking the counted anchor of an `H` it is given.
+        let (id_ptr, pd_ptr) = (id.as_ptr(), pd.as_ptr());
         // SAFETY: the id, PD and CQs are live; `attr` is initialized.
-        to_result(unsafe { bindings::rdma_create_qp(id.as_ptr(), pd.as_ptr(), &mut attr) })?;
+        let made = to_result(unsafe { bindings::rdma_create_qp(id_ptr, pd_ptr, &mut attr) });
+        if let Err(e) = made {
+            // SAFETY: no QP was made: the count is still ours, given back once.
+            unsafe { Anchor::release_raw(ctx) };
+            return Err(e);
+        }
         // The device may round the capacities up.
         let got = QpCaps {
             send_wr: attr.cap.max_send_wr,
@@ -100,11 +166,13 @@ impl Qp {
         };
         // SAFETY: `rdma_create_qp()` set the id's `qp`.
         let qp = unsafe { (*id.as_ptr()).qp };
-        // INVARIANT: created on `id`, which the caller keeps alive.
+        // INVARIANT: created on `id`, which the caller keeps alive; the QP
+        // owns the count `ctx`.
         Ok((
             Self {
                 id: id.as_ptr(),
                 qp,
+                handler: ctx,
                 state: Atomic::new(LIVE),
                 users: Atomic::new(0),
             },
@@ -156,6 +224,10 @@ impl Qp {
         // SAFETY: the id is live (invariant) and its QP is ours; no
         // `to_error` uses it (none counted, and new ones see `CLOSING`).
         unsafe { bindings::rdma_destroy_qp(self.id) };
+        // No QP event runs or starts now.
+        // SAFETY: the QP's count (invariant), given back once: only the
+        // call that moved the state off `LIVE` gets here.
+        unsafe { Anchor::release_raw(self.handler) };
         self.state.store(DESTROYED, Release);
     }
 }

@@ -143,6 +143,13 @@ impl SvcXprt {
         unsafe { (*self.as_ptr()).xpt_net }
     }
 
+    /// The network namespace, borrowed; `None` before `svc_xprt_init()`.
+    pub(crate) fn net_ref(&self) -> Option<crate::rdma::cm::NetRef<'_>> {
+        // SAFETY: an initialized transport holds a reference on `xpt_net`
+        // until it is freed, so at least while `self` is borrowed.
+        unsafe { crate::rdma::cm::NetRef::from_raw(self.net()) }
+    }
+
     /// The service the transport serves.
     pub(crate) fn serv(&self) -> *mut bindings::svc_serv {
         // SAFETY: as for `net`: `xpt_server` is set once at init.

@@ -106,15 +106,17 @@ pub(crate) struct CreateArgs<'a> {
     _p: PhantomData<&'a ()>,
 }
 
-impl CreateArgs<'_> {
-    /// The network namespace to listen in.
-    pub(crate) fn net(&self) -> *mut bindings::net {
-        self.net
+impl<'a> CreateArgs<'a> {
+    /// The network namespace to listen in, borrowed.
+    pub(crate) fn net_ref(&self) -> Option<crate::rdma::cm::NetRef<'a>> {
+        // SAFETY: `net` is live for `'a` (invariant).
+        unsafe { crate::rdma::cm::NetRef::from_raw(self.net) }
     }
 
-    /// The address to listen on: a whole `sockaddr_in` or `sockaddr_in6`.
-    pub(crate) fn addr(&self) -> *mut bindings::sockaddr {
-        self.addr
+    /// A copy of the address to listen on.
+    pub(crate) fn ip_addr(&self) -> Option<crate::rdma::IpSockAddr> {
+        // SAFETY: a whole `sockaddr_in` or `sockaddr_in6` (invariant).
+        unsafe { crate::rdma::IpSockAddr::copy_from(self.addr) }
     }
 }
 
@@ -162,6 +164,26 @@ impl<T: HasSvcXprt> NewXprt<T> {
         // INVARIANT: leaked from a pinned box, initialized for `class`,
         // one reference, not yet known to sunrpc.
         Self { ptr }
+    }
+
+    /// The transport, pinned (it never moves: invariant).
+    pub(crate) fn as_pin(&self) -> Pin<&T> {
+        // SAFETY: leaked from a pinned box and freed in place (invariant).
+        unsafe { Pin::new_unchecked(&**self) }
+    }
+
+    /// Records the local address (shown by sunrpc, used to find listeners).
+    pub(crate) fn set_local(&self, addr: &crate::rdma::IpSockAddr) {
+        // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` (`IpSockAddr`);
+        // sunrpc does not know the transport yet (invariant).
+        unsafe { self.svc_xprt().set_local(addr.as_ptr()) };
+    }
+
+    /// Records the peer's address (port cleared: see
+    /// [`SvcXprt::set_remote`]).
+    pub(crate) fn set_remote(&self, addr: &crate::rdma::IpSockAddr) {
+        // SAFETY: as for `set_local`.
+        unsafe { self.svc_xprt().set_remote(addr.as_ptr()) };
     }
 
     /// Hands the transport to sunrpc, which frees it through `xpo_free`.

@@ -14,7 +14,7 @@
 use kernel::prelude::*;
 
 use super::{
-    connection::{conn_handler, qp_event, Connection, Resources},
+    connection::{Connection, Resources},
     frmr::FrmrPool,
     listener::Listener,
     ops::CLASS,
@@ -31,7 +31,7 @@ use crate::{
         memreg::{decide, Model},
     },
     rdma::{
-        cm::{CmEvent, CmIdRef},
+        cm::ConnRequest,
         qp::{Qp, QpCaps},
         Cq, Pd,
     },
@@ -39,73 +39,109 @@ use crate::{
     trace,
 };
 
-pub(crate) use pending::Pending;
+pub(crate) use pending::{Pending, Slot};
 
 /// A connection request between its `CONNECT_REQUEST` and its accept, in a
 /// module of its own so that its id can leave it only one way.
 mod pending {
+    use core::mem::MaybeUninit;
+
     use kernel::{
         prelude::*,
         sync::atomic::{ordering::Relaxed, Atomic},
     };
 
     use crate::{
-        bindings,
-        rdma::cm::{Accept, CmEvent, CmId, CmIdRef, Handler},
+        anchor::{impl_anchored, Anchor},
+        rdma::cm::{Accept, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
         transport::registry::ConnAttrs,
     };
 
+    /// Where a waiting request's id delivers its events: notes whether the
+    /// request died (disconnect, device removal) before accept.
+    #[pin_data(PinnedDrop)]
+    pub(crate) struct Watch {
+        gone: Atomic<bool>,
+        /// Counts the id pointing here (until it is re-pointed or dropped).
+        anchor: Anchor,
+    }
+
+    impl_anchored! {
+        impl Anchored for Watch { self.anchor }
+    }
+
+    impl CmHandler for Watch {
+        fn event(self: Pin<&Self>, _id: CmIdRef<'_>, event: &CmEvent<'_>) {
+            match event.kind() {
+                CmEventKind::Disconnected
+                | CmEventKind::DeviceRemoval
+                | CmEventKind::ConnectError
+                | CmEventKind::Rejected
+                | CmEventKind::Unreachable
+                | CmEventKind::TimewaitExit => self.gone.store(true, Relaxed),
+                _ => {}
+            }
+        }
+    }
+
+    /// The memory of a request, allocated before its id is taken: an error
+    /// after that would have to destroy the id inside its own handler.
+    pub(crate) struct Slot {
+        pending: KBox<MaybeUninit<Pending>>,
+        watch: Pin<KBox<Watch>>,
+    }
+
+    impl Slot {
+        /// Allocates a request's memory.
+        pub(crate) fn new() -> Result<Self> {
+            Ok(Self {
+                pending: KBox::new_uninit(GFP_KERNEL)?,
+                watch: KBox::pin_init(
+                    pin_init!(Watch {
+                        gone: Atomic::new(false),
+                        anchor: Anchor::new(),
+                    }),
+                    GFP_KERNEL,
+                )?,
+            })
+        }
+    }
+
     /// A connection request waiting to be accepted.
     ///
-    /// Its id's events go to `pending_handler` with the request as context
-    /// from [`Pending::adopt`] on, so the request must stay allocated as long
-    /// as the id points at it. The fields are private: the id leaves the
-    /// request only through [`Pending::accept`], and only once the id points
-    /// elsewhere; dropping the request destroys the id first.
+    /// Its id's events go to its `watch` from [`Pending::adopt`] on. The
+    /// fields are private: the id leaves the request only through
+    /// [`Pending::accept`], and only once the id points elsewhere; dropping
+    /// the request destroys the id first.
     pub(crate) struct Pending {
-        /// First: dropped first, so its handler (which uses the rest) is done.
+        /// First: dropped first, so no event reaches `watch` after.
         cm_id: CmId,
+        watch: Pin<KBox<Watch>>,
         attrs: ConnAttrs,
         /// RDMA Reads the client accepts from us at once.
         ord: u8,
-        /// The request died (disconnect, device removal) before accept.
-        gone: Atomic<bool>,
     }
 
     impl Pending {
-        /// Takes the id of a running `CONNECT_REQUEST` handler into `slot`
-        /// and points the id's events at the request.
-        ///
-        /// # Safety
-        ///
-        /// `id` is the id of a running `CONNECT_REQUEST` handler, which then
-        /// returns 0 (the CM leaves the id to us); the returned request is
-        /// not dropped inside that handler call (destroying an id from its
-        /// own handler deadlocks).
-        pub(crate) unsafe fn adopt(
-            slot: KBox<core::mem::MaybeUninit<Self>>,
-            id: CmIdRef<'_>,
+        /// Takes the id of a connection request into `slot`, its events
+        /// going to the request's watch. The request must not be dropped
+        /// inside the handler call (destroying its id there deadlocks).
+        pub(crate) fn adopt(
+            slot: Slot,
+            req: ConnRequest<'_>,
             attrs: ConnAttrs,
             ord: u8,
         ) -> KBox<Self> {
-            let pending = KBox::write(
-                slot,
+            let cm_id = req.adopt(slot.watch.as_ref());
+            KBox::write(
+                slot.pending,
                 Pending {
-                    // SAFETY: the caller's promise (a CONNECT_REQUEST's id, handler returns 0, not dropped in it).
-                    cm_id: unsafe { id.adopt() },
+                    cm_id,
+                    watch: slot.watch,
                     attrs,
                     ord,
-                    gone: Atomic::new(false),
                 },
-            );
-            // SAFETY: we are in the id's handler; the request lives in a box that outlives the id's use of it: the id is its first field, dropped first, and leaves it only in `accept`, once re-pointed.
-            unsafe {
-                id.repoint_in_handler(
-                    pending_handler,
-                    core::ptr::from_ref::<Pending>(&pending).cast_mut().cast(),
-                )
-            };
-            pending
+            )
         }
 
         /// The request's id (still pointing at the request).
@@ -125,34 +161,26 @@ mod pending {
 
         /// Whether the request died before it was accepted.
         pub(crate) fn is_gone(&self) -> bool {
-            self.gone.load(Relaxed)
+            self.watch.gone.load(Relaxed)
         }
 
-        /// Points the id's events at `handler` with `context` and accepts
-        /// the request ([`CmId::repoint_and_accept`]).
+        /// Points the id's events at `handler` and accepts the request
+        /// ([`CmId::repoint_and_accept`]); not from the id's handler.
         ///
         /// Returns the id, now the connection's, with the accept's result
         /// once the id was re-pointed; or, if it was not, the error and the
         /// request itself, whole: its id still points at it, so it must live
         /// on until it is dropped (which destroys the id first).
-        ///
-        /// # Safety
-        ///
-        /// As for [`CmId::repoint_and_accept`]: `context` must stay valid,
-        /// and `handler` accept it, until the id is destroyed; not from the
-        /// id's handler.
-        pub(crate) unsafe fn accept(
+        pub(crate) fn accept<H: CmHandler>(
             self: KBox<Self>,
-            handler: Handler,
-            context: *mut c_void,
+            handler: Pin<&H>,
             private: &[u8],
             initiator_depth: u8,
         ) -> core::result::Result<(CmId, Result), (Error, KBox<Self>)> {
-            // SAFETY: the caller's promise.
-            match unsafe {
-                self.cm_id
-                    .repoint_and_accept(handler, context, private, initiator_depth)
-            } {
+            match self
+                .cm_id
+                .repoint_and_accept(handler, private, initiator_depth)
+            {
                 Accept::NotRepointed(e) => Err((e, self)),
                 Accept::Repointed(accepted) => {
                     // The id no longer refers to the request: it may go.
@@ -161,32 +189,6 @@ mod pending {
                 }
             }
         }
-    }
-
-    /// CM events on a request still waiting in the queue.
-    ///
-    /// # Safety
-    ///
-    /// Called by the RDMA CM only, for an id whose context is its live
-    /// `Pending` (set in [`Pending::adopt`]).
-    unsafe extern "C" fn pending_handler(
-        id: *mut bindings::rdma_cm_id,
-        event: *mut bindings::rdma_cm_event,
-    ) -> c_int {
-        // SAFETY: the CM passes a live id and event for the call's duration.
-        let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
-        // SAFETY: the context is the live pending request (function contract).
-        let p = unsafe { &*id.context().cast::<Pending>() };
-        match event.kind() {
-            bindings::RDMA_CM_EVENT_DISCONNECTED
-            | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL
-            | bindings::RDMA_CM_EVENT_CONNECT_ERROR
-            | bindings::RDMA_CM_EVENT_REJECTED
-            | bindings::RDMA_CM_EVENT_UNREACHABLE
-            | bindings::RDMA_CM_EVENT_TIMEWAIT_EXIT => p.gone.store(true, Relaxed),
-            _ => {}
-        }
-        0
     }
 }
 
@@ -203,18 +205,11 @@ impl kernel::fmt::Display for AddrShown {
     }
 }
 
-/// Handles `CONNECT_REQUEST` on `listener`: returns what the CM handler
-/// returns (0: we keep the new id; 1: the CM destroys it, refusing).
-///
-/// # Safety
-///
-/// `id` and `event` must be those of a running `CONNECT_REQUEST` handler.
-pub(super) unsafe fn connect_request(
-    listener: &Listener,
-    id: CmIdRef<'_>,
-    event: &CmEvent<'_>,
-) -> c_int {
-    let client = cm_private::decode(event.private_data());
+/// Handles `CONNECT_REQUEST` on `listener`: queues the request, or refuses
+/// it by returning without adopting `req` (the CM then destroys its id).
+pub(super) fn connect_request(listener: Pin<&Listener>, req: ConnRequest<'_>) {
+    let id = req.id();
+    let client = cm_private::decode(req.private_data());
     // Mutant ignore_r_bit: the client's R bit is taken as clear.
     #[cfg(svcrdma_mutant = "ignore_r_bit")]
     let client = cm_private::CmPrivate {
@@ -223,8 +218,7 @@ pub(super) unsafe fn connect_request(
     };
     let peer = id.peer();
     let Some(dev) = id.device() else {
-        id.reject();
-        return 1;
+        return;
     };
     let name = DevName::new(dev.name());
     let transport = dev.transport();
@@ -246,8 +240,7 @@ pub(super) unsafe fn connect_request(
                 fmt!("{}", name),
                 fmt!("{}", Show(why)),
             );
-            id.reject();
-            return 1;
+            return;
         }
     };
     let attrs = ConnAttrs {
@@ -263,7 +256,7 @@ pub(super) unsafe fn connect_request(
     };
     // Allocate before taking the id: an error after `adopt` would have to
     // destroy the id inside its own handler, which deadlocks.
-    let Ok(slot) = KBox::<Pending>::new_uninit(GFP_KERNEL) else {
+    let Ok(slot) = Slot::new() else {
         pr_warn_ratelimited!(
             "refusing connection from {}: out of memory\n",
             AddrShown(peer)
@@ -273,14 +266,13 @@ pub(super) unsafe fn connect_request(
             fmt!("{}", name),
             fmt!("out of memory"),
         );
-        id.reject();
-        return 1;
+        return;
     };
-    let ord = event.initiator_depth();
-    let queued = listener.queue_request(|| {
-        // SAFETY: this is the id of a CONNECT_REQUEST and we return 0 once it is queued; `queue_request` cannot fail after calling us, so the request is never dropped in this handler.
-        unsafe { Pending::adopt(slot, id, attrs, ord) }
-    });
+    let ord = req.initiator_depth();
+    // `queue_request` cannot fail once it has called us, so the request is
+    // never dropped in this handler; if it fails before, `req` is dropped
+    // unadopted, and refused.
+    let queued = listener.queue_request(|| Pending::adopt(slot, req, attrs, ord));
     if queued.is_err() {
         pr_warn_ratelimited!(
             "refusing connection from {}: out of memory\n",
@@ -291,10 +283,7 @@ pub(super) unsafe fn connect_request(
             fmt!("{}", name),
             fmt!("out of memory"),
         );
-        id.reject();
-        return 1;
     }
-    0
 }
 
 /// The local ACK timeout exponent of our QPs (IB/RoCE).
@@ -370,11 +359,11 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // count, on failure too (dropping `conn`).
     let conn = CLASS.new_conn(conn, listener)?;
     let c = core::ptr::from_ref::<Connection>(&conn).cast_mut();
-    // SAFETY: the id's addresses are valid `sockaddr_storage`s of a bound
-    // id; sunrpc has not seen the transport yet.
-    unsafe {
-        conn.xprt().set_remote(p.cm_id().dst_sockaddr());
-        conn.xprt().set_local(p.cm_id().src_sockaddr());
+    if let Some(a) = p.cm_id().dst_addr() {
+        conn.set_remote(&a);
+    }
+    if let Some(a) = p.cm_id().src_addr() {
+        conn.set_local(&a);
     }
     // RDMA's reliable connections provide congestion control (NFSv4 needs
     // it of a transport).
@@ -398,8 +387,8 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
         // SAFETY: the device lives while the id does; `conn` outlives the
         // ring's completions (the QP is destroyed before the ring drops).
         let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
-        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which destroys the QP first; or, on a failure, the QP goes first); `conn` outlives both.
-        let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, qp_event, c.cast()) };
+        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which destroys the QP first; or, on a failure, the QP goes first).
+        let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, conn.as_pin()) };
         let (qp, got) = qp?;
         // A chain holds a slot per request until its last completion: the
         // send queue's slots, less the one the drain at teardown needs, are
@@ -438,15 +427,14 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // From now on the id's events concern the connection. This is done
     // while the pending request is still allocated: until the id is
     // re-pointed (under its handler lock), a late event may still reach
-    // `pending_handler` with the request as context.
+    // the request's watch.
     let ours = server_private(p.attrs().server_r).encode();
     // A client that stops answering must not hold nfsd threads for long:
     // about 2 s per try (the CM's default retry count makes ~15 s).
     p.cm_id().set_ack_timeout(ACK_TIMEOUT);
     // The id ends up in `Resources`, and `Connection::free` silences it
     // before anything goes; we are not in the id's handler.
-    // SAFETY: `conn`, the handler's context, outlives the id's events.
-    let accepted = unsafe { p.accept(conn_handler, c.cast(), &ours, ord) };
+    let accepted = p.accept(conn.as_pin(), &ours, ord);
     let (cm_id, accepted) = match accepted {
         Ok(a) => a,
         Err((e, p)) => {

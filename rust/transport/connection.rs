@@ -32,14 +32,15 @@ use super::{
     stats::{count, ConnStats, ConnStatsView},
 };
 use crate::{
+    anchor::{impl_anchored, Anchor},
     bindings,
     log::pr_warn_ratelimited,
     rdma::{
-        cm::{CmEvent, CmId, CmIdRef},
+        cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef},
         dma::DmaDev,
         mr::MrLease,
         owned::Backref,
-        qp::Qp,
+        qp::{Qp, QpEvent, QpEventHandler},
         recv::RecvSlot,
         wr::Tally,
         Cq, Device, Pd,
@@ -81,8 +82,13 @@ struct CtxtPool {
 }
 
 /// A connected transport.
+///
+/// Its CM id and QP deliver their events to it ([`CmHandler`],
+/// [`QpEventHandler`]), each holding a count on `anchor` until
+/// [`Connection::free`] silences the id and destroys the QP; its drop waits
+/// for the counts (which, after `free`, it never has to).
 #[repr(C)]
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Connection {
     /// sunrpc's part (first: shared layout with [`super::Listener`]).
     xprt: SvcXprt,
@@ -116,6 +122,12 @@ pub(crate) struct Connection {
     pub(crate) info: ConnAttrs,
     pub(crate) id: u64,
     registry: Arc<Registry>,
+    /// Counts the CM id and the QP that deliver events to the connection.
+    anchor: Anchor,
+}
+
+impl_anchored! {
+    impl Anchored for Connection { self.anchor }
 }
 
 impl_has_svc_xprt!(Connection { xprt });
@@ -206,6 +218,7 @@ impl Connection {
             info,
             id,
             registry,
+            anchor: Anchor::new(),
         })
     }
 
@@ -640,64 +653,39 @@ impl Connection {
     }
 }
 
-/// CM events on an accepted connection.
-///
-/// # Safety
-///
-/// Called by the RDMA CM only, for an id whose context is its live
-/// `Connection` (set by accept; [`Connection::free`] silences the id
-/// before the connection goes).
-pub(crate) unsafe extern "C" fn conn_handler(
-    id: *mut bindings::rdma_cm_id,
-    event: *mut bindings::rdma_cm_event,
-) -> c_int {
-    // SAFETY: the CM passes a live id and event for the call's duration.
-    let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
-    // SAFETY: the context is the live connection (function contract).
-    let conn = unsafe { &*id.context().cast::<Connection>() };
-    match event.kind() {
-        bindings::RDMA_CM_EVENT_ESTABLISHED => {
-            conn.established();
+/// CM events on an accepted connection ([`Connection::free`] silences the
+/// id before the connection goes).
+impl CmHandler for Connection {
+    fn event(self: Pin<&Self>, _id: CmIdRef<'_>, event: &CmEvent<'_>) {
+        match event.kind() {
+            CmEventKind::Established => self.established(),
+            CmEventKind::Disconnected
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::ConnectError
+            | CmEventKind::Unreachable
+            | CmEventKind::Rejected
+            | CmEventKind::AddrChange => {
+                // The QP goes to the error state too: RDMA Reads posted to a
+                // peer that is gone would otherwise hold their nfsd threads
+                // until the retries run out (tens of seconds), with no thread
+                // left to detach the connection.
+                crate::trace::cm_event(self.id, event.raw());
+                self.close();
+            }
+            _ => {}
         }
-        bindings::RDMA_CM_EVENT_DISCONNECTED
-        | bindings::RDMA_CM_EVENT_DEVICE_REMOVAL
-        | bindings::RDMA_CM_EVENT_CONNECT_ERROR
-        | bindings::RDMA_CM_EVENT_UNREACHABLE
-        | bindings::RDMA_CM_EVENT_REJECTED
-        | bindings::RDMA_CM_EVENT_ADDR_CHANGE => {
-            // The QP goes to the error state too: RDMA Reads posted to a
-            // peer that is gone would otherwise hold their nfsd threads
-            // until the retries run out (tens of seconds), with no thread
-            // left to detach the connection. (`free` silences the id
-            // before anything goes.)
-            crate::trace::cm_event(conn.id, event.kind());
-            conn.close();
-        }
-        _ => {}
     }
-    0
 }
 
-/// Asynchronous QP events.
-///
-/// # Safety
-///
-/// Called by the device only, with the context given at QP creation: the
-/// live `Connection` (the QP is destroyed before it is freed).
-pub(crate) unsafe extern "C" fn qp_event(event: *mut bindings::ib_event, context: *mut c_void) {
-    // SAFETY: the context is the live connection (function contract).
-    let conn = unsafe { &*context.cast::<Connection>() };
-    // SAFETY: the device passes a valid event for the call's duration.
-    let kind = unsafe { (*event).event };
-    match kind {
-        bindings::IB_EVENT_PATH_MIG
-        | bindings::IB_EVENT_COMM_EST
-        | bindings::IB_EVENT_SQ_DRAINED
-        | bindings::IB_EVENT_QP_LAST_WQE_REACHED => {}
-        _ => {
-            pr_warn_ratelimited!("connection {}: QP event {}, closing\n", conn.id, kind);
-            crate::trace::qp_err(conn.id, kind);
-            conn.fatal();
+/// Asynchronous QP events (the QP is destroyed before the connection goes).
+impl QpEventHandler for Connection {
+    fn qp_event(self: Pin<&Self>, event: QpEvent) {
+        if event.is_informational() {
+            return;
         }
+        let kind = event.raw();
+        pr_warn_ratelimited!("connection {}: QP event {}, closing\n", self.id, kind);
+        crate::trace::qp_err(self.id, kind);
+        self.fatal();
     }
 }

@@ -18,13 +18,11 @@
 //! usable again or the listener is closed. A wildcard listener never sees
 //! these events: the CM itself follows devices coming and going for it.
 
-use core::mem::offset_of;
-
 use kernel::{
-    new_mutex,
+    impl_has_delayed_work, new_delayed_work, new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
-    types::Opaque,
+    workqueue::{DelayedWork, WorkItem},
 };
 
 use super::{
@@ -33,12 +31,13 @@ use super::{
     registry::{registry, DevName, Registry},
 };
 use crate::{
-    bindings,
+    anchor::{impl_anchored, Anchor, AnchorRef},
+    kwork,
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
     proto::addr::SockAddr,
     rdma::{
-        cm::{CmEvent, CmId, CmIdRef},
-        sockaddr_to_proto,
+        cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
+        IpSockAddr,
     },
     sunrpc::{impl_has_svc_xprt, CreateArgs, Flag, NewXprt, SvcXprt},
 };
@@ -61,10 +60,9 @@ struct ListenState {
     closed: bool,
     /// Failed tries to listen again since the id was lost.
     tries: u32,
-    /// The bound address (a `sockaddr_in` or `sockaddr_in6`, in storage
-    /// large enough for both), with the port the CM chose if nfsd asked for
-    /// port 0: where the listener listens again.
-    addr: bindings::sockaddr_in6,
+    /// The bound address, with the port the CM chose if nfsd asked for
+    /// port 0: where the listener listens again (`None` until bound).
+    addr: Option<IpSockAddr>,
     /// `addr` for the log.
     shown: Option<SockAddr>,
 }
@@ -77,9 +75,11 @@ struct ListenState {
 /// Every CM handler call that sees the listener runs on an id the listener
 /// owned, and every such id is destroyed (which waits for its handler) by
 /// [`Listener::free`] or by the work item, which `free` cancels and waits
-/// for before the memory goes: no handler outlives the listener.
+/// for before the memory goes: no handler outlives the listener. Each id
+/// and each queued work item holds a count on `anchor`, and the
+/// listener's drop waits for them (which, after `free`, it never has to).
 #[repr(C)]
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Listener {
     /// sunrpc's part (first: shared layout with [`super::Connection`], and
     /// `XPT_LISTENER` tells them apart).
@@ -88,26 +88,58 @@ pub(crate) struct Listener {
     /// id: that waits for the id's handler).
     #[pin]
     listen: Mutex<ListenState>,
-    /// Destroys a stale id and listens again (`relisten_work`).
+    /// Destroys a stale id and listens again ([`Listener::relisten`]).
     #[pin]
-    relisten: Opaque<bindings::delayed_work>,
+    relisten: DelayedWork<Listener>,
     /// Connection requests waiting for an nfsd thread to accept them.
     /// A slot is pushed empty before its request is made (see
     /// [`Listener::queue_request`]); empty slots are skipped.
     #[pin]
     queue: Mutex<KVec<Option<KBox<Pending>>>>,
     registry: Arc<Registry>,
+    /// Counts the ids and the queued work item that refer to the listener.
+    anchor: Anchor,
 }
 
 impl_has_svc_xprt!(Listener { xprt });
 
-// `relisten` is used only through the workqueue API (queue, cancel), which
-// may be called from any thread, and its function runs on any.
-// SAFETY: every field but `relisten` is `Send`, and `relisten` may move.
-unsafe impl Send for Listener {}
-// SAFETY: as for `Send`; shared access to `relisten` is only through the
-// workqueue API, which serializes it.
-unsafe impl Sync for Listener {}
+impl_anchored! {
+    impl Anchored for Listener { self.anchor }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self> for Listener { self.relisten }
+}
+
+impl WorkItem for Listener {
+    type Pointer = AnchorRef<Listener>;
+
+    fn run(this: AnchorRef<Listener>) {
+        this.get().relisten();
+    }
+}
+
+impl CmHandler for Listener {
+    fn event(self: Pin<&Self>, id: CmIdRef<'_>, event: &CmEvent<'_>) {
+        // The id's device is going (its removal waits until the id is
+        // destroyed), or its address moved to another device. Only a
+        // listener bound to one address gets these (the CM keeps a wildcard
+        // listener's per-device ids itself). The id stays ours (the work
+        // item destroys it): the CM must not destroy an id the listener
+        // still holds.
+        if let kind @ (CmEventKind::DeviceRemoval | CmEventKind::AddrChange) = event.kind() {
+            self.lost(id, kind);
+        }
+    }
+
+    /// Lock rule: the `CONNECT_REQUEST` path never takes `listen`. Creation
+    /// and `relisten` hold it across `rdma_listen`, whose error path on a
+    /// wildcard listener destroys the per-device child ids, waiting for their
+    /// handlers (and so for a running `connect_request`).
+    fn connect_request(self: Pin<&Self>, req: ConnRequest<'_>) {
+        accept::connect_request(self, req);
+    }
+}
 
 impl Listener {
     /// The module's registry.
@@ -170,24 +202,22 @@ impl Listener {
         // `closed` is set, and the handlers that queue it run on ids that
         // are destroyed by now (the listening id just above; a stale one by
         // the work item, which this waits for).
-        // SAFETY: `relisten` was initialized in `create`.
-        unsafe { bindings::cancel_delayed_work_sync(self.relisten.get()) };
+        kwork::cancel_delayed_sync(self);
     }
 
-    /// Queues the work item that listens again, after `ms` milliseconds.
-    fn queue_relisten(&self, ms: u32) {
-        // SAFETY: `relisten` was initialized in `create`, and the listener
-        // outlives it: `free` cancels it (and waits for it) first.
-        unsafe { bindings::svcrdma_rs_queue_delayed_work_ms(self.relisten.get(), ms) };
+    /// Queues the work item that listens again, after `ms` milliseconds
+    /// (unless it is queued already).
+    fn queue_relisten(self: Pin<&Self>, ms: u32) {
+        kwork::queue_delayed_ms(self, ms);
     }
 
     /// `DEVICE_REMOVAL` or `ADDR_CHANGE` on `id`, in its handler: marks the
     /// listening id stale and has the work item replace it. Events on any
     /// other id (one already replaced) change nothing.
-    fn lost(&self, id: CmIdRef<'_>, kind: bindings::rdma_cm_event_type) {
+    fn lost(self: Pin<&Self>, id: CmIdRef<'_>, kind: CmEventKind) {
         let dev = id.device().map(|d| DevName::new(d.name()));
         let mut s = self.listen.lock();
-        let current = s.id.as_ref().is_some_and(|cur| cur.as_ptr() == id.as_ptr());
+        let current = s.id.as_ref().is_some_and(|cur| cur.is(&id));
         if s.closed || s.stale || !current {
             return;
         }
@@ -196,7 +226,7 @@ impl Listener {
         // The id cannot be destroyed from its own handler; the work item
         // does it at once, and the device removal waits only for that.
         self.queue_relisten(0);
-        if kind == bindings::RDMA_CM_EVENT_DEVICE_REMOVAL {
+        if kind == CmEventKind::DeviceRemoval {
             pr_warn_ratelimited!(
                 "listener on {}: device {} removed; listening again once the address is usable\n",
                 AddrShown(s.shown),
@@ -213,7 +243,7 @@ impl Listener {
 
     /// The work item: destroys a stale listening id, then listens on the
     /// address again; while that fails, tries again later.
-    fn relisten(&self) {
+    fn relisten(self: Pin<&Self>) {
         let stale = {
             let mut s = self.listen.lock();
             if s.stale {
@@ -230,26 +260,27 @@ impl Listener {
         if s.closed || s.stale || s.id.is_some() {
             return;
         }
-        let ctx = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
         // The id goes into `self.listen` (or `failed`, dropped below) and is
         // destroyed before the listener is freed (`shut`).
-        // SAFETY: the context, `self`, outlives the id's events.
-        let id = unsafe { CmId::new(self.xprt.net(), listen_handler, ctx) };
+        let id = self
+            .xprt
+            .net_ref()
+            .ok_or(ENODEV)
+            .and_then(|net| CmId::new(net, self));
         let mut failed = None;
-        let listening = match id {
-            Ok(id) => {
-                let sa = (&raw mut s.addr).cast::<bindings::sockaddr>();
-                // SAFETY: `addr` holds the `sockaddr_in` or `sockaddr_in6`
-                // that `create` copied from its bound id.
-                match unsafe { id.listen(sa) } {
-                    Ok(()) => Some(id),
-                    Err(_) => {
-                        failed = Some(id);
-                        None
-                    }
+        let listening = match (id, s.addr) {
+            (Ok(id), Some(addr)) => match id.listen(&addr) {
+                Ok(()) => Some(id),
+                Err(_) => {
+                    failed = Some(id);
+                    None
                 }
+            },
+            (Ok(id), None) => {
+                failed = Some(id);
+                None
             }
-            Err(_) => None,
+            (Err(_), _) => None,
         };
         match listening {
             Some(id) => {
@@ -292,41 +323,9 @@ impl kernel::fmt::Display for Dev {
     }
 }
 
-/// Copies a bound id's `sockaddr_in` or `sockaddr_in6`.
-///
-/// # Safety
-///
-/// `sa` must point to a valid `sockaddr` in storage as large as its
-/// family's structure (as in a `sockaddr_storage`).
-unsafe fn copy_addr(sa: *const bindings::sockaddr) -> bindings::sockaddr_in6 {
-    let mut a = bindings::sockaddr_in6::default();
-    // SAFETY: `sa` is valid (caller's promise); the shim reads the family.
-    let len = unsafe { bindings::svcrdma_rs_sockaddr_len(sa) }.min(size_of_val(&a));
-    // SAFETY: `len` bytes are readable at `sa` (its family's size) and
-    // writable in `a`; the two do not overlap.
-    unsafe { core::ptr::copy_nonoverlapping(sa.cast::<u8>(), (&raw mut a).cast::<u8>(), len) };
-    a
-}
-
-/// The relisten work item's function.
-///
-/// # Safety
-///
-/// Called by the workqueue only, for the `relisten` work of a live
-/// `Listener` (initialized in [`create`]).
-unsafe extern "C" fn relisten_work(work: *mut bindings::work_struct) {
-    let off = offset_of!(Listener, relisten) + offset_of!(bindings::delayed_work, work);
-    // `Opaque` has its contents' layout; `free` does not free the listener
-    // before this returns (it cancels the work and waits for it).
-    // SAFETY: `work` is in the `relisten` of a live `Listener`.
-    let l = unsafe { &*work.cast::<u8>().sub(off).cast::<Listener>() };
-    l.relisten();
-}
-
 /// Creates a listener (sunrpc's `xpo_create`) on `args`' address.
 pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     let registry = registry().ok_or(ENODEV)?;
-    let sa = args.addr();
     let l = KBox::pin_init(
         try_pin_init!(Listener {
             xprt: SvcXprt::uninit(),
@@ -335,16 +334,13 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
                 stale: false,
                 closed: false,
                 tries: 0,
-                addr: bindings::sockaddr_in6::default(),
+                addr: None,
                 shown: None,
             }),
-            relisten <- Opaque::ffi_init(|w: *mut bindings::delayed_work| {
-                // SAFETY: `w` is the field's memory, about to be initialized
-                // in place and never moved (the listener is pinned).
-                unsafe { bindings::svcrdma_rs_init_delayed_work(w, Some(relisten_work)) }
-            }),
+            relisten <- new_delayed_work!("svcrdma_rs_relisten"),
             queue <- new_mutex!(KVec::new()),
             registry,
+            anchor: Anchor::new(),
         }),
         GFP_KERNEL,
     )?;
@@ -354,89 +350,45 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     // RDMA's reliable connections provide congestion control (RFC 7530 3.1).
     xr.xprt.set_flag(Flag::CongCtrl);
 
-    let ctx = core::ptr::from_ref::<Listener>(&xr)
-        .cast_mut()
-        .cast::<c_void>();
+    let addr = args.ip_addr().ok_or(EAFNOSUPPORT)?;
     // The id is made, bound and stored under the lock, as in `relisten`: an
     // event on it (its handler takes the lock) finds it in place.
     let mut st = xr.listen.lock();
     // The id is stored in the listener and destroyed before it is freed
     // (`shut`), or dropped below before `xr`.
-    // SAFETY: the context, the listener, outlives the id's events.
-    let id = match unsafe { CmId::new(args.net(), listen_handler, ctx) } {
+    let id = match args
+        .net_ref()
+        .ok_or(ENODEV)
+        .and_then(|net| CmId::new(net, xr.as_pin()))
+    {
         Ok(id) => id,
         Err(e) => {
             drop(st);
-            return Err(listen_failed(args, e));
+            return Err(listen_failed(&addr, e));
         }
     };
-    // SAFETY: `sa` holds a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
-    if let Err(e) = unsafe { id.listen(sa) } {
+    if let Err(e) = id.listen(&addr) {
         drop(st);
         // Outside the lock, as in `shut`; no handler can run after this,
         // and dropping `xr` then frees the listener.
         drop(id);
-        return Err(listen_failed(args, e));
+        return Err(listen_failed(&addr, e));
     }
     // The bound address has the port the CM chose if nfsd asked for port 0.
-    // SAFETY: the id's source address is a valid `sockaddr_storage` of the
-    // requested family; sunrpc has not seen the transport yet.
-    unsafe { xr.xprt.set_local(id.src_sockaddr()) };
-    // SAFETY: as above.
-    st.addr = unsafe { copy_addr(id.src_sockaddr()) };
-    // SAFETY: as above.
-    st.shown = unsafe { sockaddr_to_proto(id.src_sockaddr()) };
+    st.addr = id.src_addr();
+    if let Some(a) = &st.addr {
+        xr.set_local(a);
+    }
+    st.shown = st.addr.and_then(|a| a.to_proto());
     st.id = Some(id);
     drop(st);
     Ok(xr)
 }
 
-/// Logs why listening on `args`' address failed; returns the error.
-fn listen_failed(args: &CreateArgs<'_>, e: Error) -> Error {
-    // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` (`CreateArgs`).
-    if let Some(addr) = unsafe { sockaddr_to_proto(args.addr()) } {
+/// Logs why listening on `addr` failed; returns the error.
+fn listen_failed(addr: &IpSockAddr, e: Error) -> Error {
+    if let Some(addr) = addr.to_proto() {
         pr_err!("cannot listen on {}: error {}\n", Show(addr), e.to_errno());
     }
     e
-}
-
-/// CM events on a listening id, and a connection request's first event.
-///
-/// Lock rule: the `CONNECT_REQUEST` path never takes `listen`. Creation
-/// and `relisten` hold it across `rdma_listen`, whose error path on a
-/// wildcard listener destroys the per-device child ids, waiting for their
-/// handlers (and so for a running `connect_request`).
-///
-/// # Safety
-///
-/// Called by the RDMA CM only, with the id's `context` set to the listening
-/// `Listener`, which outlives the listening id (and is the context a new
-/// connection's id inherits).
-unsafe extern "C" fn listen_handler(
-    id: *mut bindings::rdma_cm_id,
-    event: *mut bindings::rdma_cm_event,
-) -> c_int {
-    // SAFETY: the CM passes a live id and event for the call's duration.
-    let (id, event) = unsafe { (CmIdRef::from_raw(id), CmEvent::from_raw(event)) };
-    match event.kind() {
-        bindings::RDMA_CM_EVENT_CONNECT_REQUEST => {
-            // SAFETY: the context of a listening id (inherited by the new id) is its `Listener`, live while the listening id is, which is at least for this call.
-            let listener = unsafe { &*id.context().cast::<Listener>() };
-            // SAFETY: the id and event of a running CONNECT_REQUEST handler.
-            unsafe { accept::connect_request(listener, id, &event) }
-        }
-        // The id's device is going (its removal waits until the id is
-        // destroyed), or its address moved to another device. Only a
-        // listener bound to one address gets these (the CM keeps a
-        // wildcard listener's per-device ids itself).
-        kind @ (bindings::RDMA_CM_EVENT_DEVICE_REMOVAL | bindings::RDMA_CM_EVENT_ADDR_CHANGE) => {
-            // SAFETY: the context of a listening id is its `Listener`, live while any id it owns is, which is at least for this call.
-            let listener = unsafe { &*id.context().cast::<Listener>() };
-            listener.lost(id, kind);
-            // The id stays ours (the work item destroys it): the CM must
-            // not destroy an id the listener still holds.
-            0
-        }
-        _ => 0,
-    }
 }

@@ -99,14 +99,15 @@ const DESTROYED: u32 = 3;
 /// `id` is a live CM id whose QP was created by [`Qp::new`], and outlives
 /// this value (owners drop the QP first). The QP lives while `state` is
 /// below `DESTROYED`, and while `users` counts a [`Qp::to_error`] that
-/// saw it below `CLOSING`. `handler` is a count on the anchor of the QP's
+/// saw it below `CLOSING` or a [`Posting`]; requests are posted only under
+/// a `Posting`, so none is posted once draining begins. `handler` is a count on the anchor of the QP's
 /// event handler, owned by the QP until it is destroyed.
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
     handler: NonNull<Anchor>,
     state: Atomic<u32>,
-    /// [`Qp::to_error`] calls under way.
+    /// [`Qp::to_error`] calls and posts ([`Posting`]) under way.
     users: Atomic<u32>,
 }
 
@@ -180,9 +181,19 @@ impl Qp {
         ))
     }
 
-    /// The C object.
-    pub(crate) fn as_ptr(&self) -> *mut bindings::ib_qp {
-        self.qp
+    /// Starts a post: `None` once [`Qp::destroy`] has begun (a request
+    /// posted then could complete after the QP and its owner are gone).
+    /// While the returned value lives, `destroy` waits.
+    pub(super) fn posting(&self) -> Option<Posting<'_>> {
+        // Counted before the state is read, as in `to_error`: either this
+        // sees the state off `LIVE`, or `destroy` waits for it.
+        self.users.fetch_add(1, Full);
+        if self.state.fetch_add(0, Full) != LIVE {
+            self.users.fetch_sub(1, Full);
+            return None;
+        }
+        // INVARIANT: counted while the state was `LIVE`.
+        Some(Posting { qp: self })
     }
 
     /// Moves the QP to the error state at once: the peer can no longer
@@ -206,14 +217,20 @@ impl Qp {
     /// in whichever thread, no completion of its work requests and no QP
     /// event runs or starts, and nothing refers to its owner through it.
     /// Sleeps; must not run on the QP's own completion path. The first call
-    /// does the work; the others wait for it. The owner must post nothing
-    /// after it.
+    /// does the work; the others wait for it. Posts from then on are
+    /// refused ([`Qp::posting`]).
     pub(crate) fn destroy(&self) {
         if self.state.cmpxchg(LIVE, DRAINING, Full).is_err() {
             while self.state.load(Acquire) != DESTROYED {
                 fsleep(Delta::from_millis(1));
             }
             return;
+        }
+        // Posts under way finish first (new ones see `DRAINING`): whatever
+        // they post is then ahead of the drain's marker, so flushed and
+        // completed before the drain returns.
+        while self.users.fetch_add(0, Full) != 0 {
+            fsleep(Delta::from_millis(1));
         }
         // SAFETY: the QP is live (state `DRAINING`, set by us only).
         unsafe { bindings::ib_drain_qp(self.qp) };
@@ -235,5 +252,28 @@ impl Qp {
 impl Drop for Qp {
     fn drop(&mut self) {
         self.destroy();
+    }
+}
+
+/// A post to a live QP, under way ([`Qp::posting`]).
+///
+/// # Invariants
+///
+/// Counted in `qp.users` while `qp.state` was `LIVE`: the QP is not
+/// drained or destroyed before this drops.
+pub(super) struct Posting<'a> {
+    qp: &'a Qp,
+}
+
+impl Posting<'_> {
+    /// The C object, to post on.
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_qp {
+        self.qp.qp
+    }
+}
+
+impl Drop for Posting<'_> {
+    fn drop(&mut self) {
+        self.qp.users.fetch_sub(1, Full);
     }
 }

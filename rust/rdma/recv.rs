@@ -158,9 +158,10 @@ impl<T: RecvHandler> RecvRing<T> {
     fn post(&self, qp: &Qp, index: u16) -> Result {
         let b = self.bufs.get(usize::from(index)).ok_or(EINVAL)?;
         b.buf.sync_for_device(T::BUF_SIZE as usize);
+        let posting = qp.posting().ok_or(ENOTCONN)?;
         // SAFETY: the buffer is not posted (the caller's rule), and its work
         // request, SGE and mapping outlive the post (invariant).
-        to_result(unsafe { bindings::svcrdma_rs_post_recv(qp.as_ptr(), b.wr.get()) })
+        to_result(unsafe { bindings::svcrdma_rs_post_recv(posting.as_ptr(), b.wr.get()) })
     }
 
     /// Posts every buffer, once (at accept); later calls fail.

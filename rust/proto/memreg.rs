@@ -169,14 +169,14 @@ impl Model {
 
     /// Whether the PD needs `IB_PD_UNSAFE_GLOBAL_RKEY` (a remote-accessible
     /// key for all memory).
-    pub fn unsafe_global_rkey(&self) -> bool {
+    pub fn exposes_all_memory(&self) -> bool {
         matches!(self, Model::DmaMrRemoteWrite)
     }
 
     /// Our RFC 8797 R bit: set unless a remote-write DMA MR key is exposed
     /// (the one STag a remote invalidation would take from every RPC).
     pub fn r_bit(&self) -> bool {
-        !self.unsafe_global_rkey()
+        !self.exposes_all_memory()
     }
 }
 

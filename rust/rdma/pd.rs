@@ -25,11 +25,11 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    /// Allocates a PD on `dev`. With `unsafe_global_rkey`, the PD also gets
+    /// Allocates a PD on `dev`. With `all_memory`, the PD also gets
     /// a remote-accessible key for all memory (`IB_PD_UNSAFE_GLOBAL_RKEY`):
     /// only the policy's remote-write DMA MR model asks for it.
-    pub(crate) fn new(dev: &Device<'_>, unsafe_global_rkey: bool) -> Result<Self> {
-        let flags = if unsafe_global_rkey {
+    pub(crate) fn new(dev: &Device<'_>, all_memory: bool) -> Result<Self> {
+        let flags = if all_memory {
             bindings::IB_PD_UNSAFE_GLOBAL_RKEY
         } else {
             0
@@ -56,7 +56,7 @@ impl Pd {
 
 impl Pd {
     /// The PD's remote-accessible key for all memory (0 unless it was
-    /// allocated with `unsafe_global_rkey`).
+    /// allocated with `all_memory`).
     pub(crate) fn global_rkey(&self) -> u32 {
         // SAFETY: the PD is live (invariant); the field is set at allocation.
         unsafe { (*self.as_ptr()).unsafe_global_rkey }

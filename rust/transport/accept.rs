@@ -330,7 +330,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
         return Err(EINVAL);
     }
     let model = p.attrs().model;
-    let pd = Pd::new(&dev, model.unsafe_global_rkey())?;
+    let pd = Pd::new(&dev, model.exposes_all_memory())?;
     let send_cq = Cq::new(&dev, depths.send_wr)?;
     let recv_cq = Cq::new(&dev, depths.recv_wr)?;
     let frmrs = match model {

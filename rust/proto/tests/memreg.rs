@@ -224,7 +224,7 @@ fn ib_row_y_n_needs_a_local_dma_mr() {
         }
     );
     assert!(m.r_bit());
-    assert!(!m.unsafe_global_rkey());
+    assert!(!m.exposes_all_memory());
 }
 
 #[test]
@@ -304,7 +304,7 @@ fn names_logs_pd_flag_and_r_bit() {
     assert!(rw
         .log_text()
         .contains("(remote write: exposes all server memory)"));
-    assert!(!frmr.unsafe_global_rkey() && !dma.unsafe_global_rkey() && rw.unsafe_global_rkey());
+    assert!(!frmr.exposes_all_memory() && !dma.exposes_all_memory() && rw.exposes_all_memory());
     assert!(frmr.r_bit() && dma.r_bit() && !rw.r_bit());
 }
 

@@ -301,11 +301,6 @@ impl<T> Backref<T> {
         // SAFETY: live while the value is (invariant).
         unsafe { self.0.as_ref() }
     }
-
-    /// Whether the owner is `other`.
-    pub(crate) fn is(&self, other: &T) -> bool {
-        core::ptr::eq(self.0.as_ptr(), other)
-    }
 }
 
 impl<T> Clone for Backref<T> {

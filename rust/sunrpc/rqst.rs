@@ -151,12 +151,19 @@ impl<'a, C> Rqst<'a, C> {
     }
 
     /// Gives the request `ctxt` as its transport context, which sunrpc
-    /// hands back through `xpo_release_ctxt`. Returns the one it had.
-    pub(crate) fn set_ctxt(&mut self, ctxt: KBox<C>) -> Option<KBox<C>> {
-        let old = self.take_ctxt();
+    /// hands back through `xpo_release_ctxt`.
+    ///
+    /// The request has none: sunrpc releases and clears the context of
+    /// every request it is done with, and the ops take it before they set
+    /// one. Were one left, it could belong to another connection's pool,
+    /// which only it may take back: it would be leaked, not freed.
+    pub(crate) fn set_ctxt(&mut self, ctxt: KBox<C>) {
+        if let Some(old) = self.take_ctxt() {
+            kernel::pr_warn_once!("a request still held a transport context; it is leaked\n");
+            KBox::leak(old);
+        }
         // INVARIANT: a leaked `KBox<C>`, owned by the request from here on.
         self.r_mut().rq_xprt_ctxt = KBox::into_raw(ctxt).cast();
-        old
     }
 
     /// Gives no reply pages back on an early return (as sunrpc expects

@@ -144,11 +144,6 @@ impl CallCtxt {
         f(conn.get(), this)
     }
 
-    /// Whether the context belongs to `conn`'s pool.
-    pub(crate) fn belongs_to(&self, conn: &Connection) -> bool {
-        self.conn.is(conn)
-    }
-
     /// Forgets the previous RPC.
     pub(crate) fn reset(&mut self) {
         self.hdr.clear();

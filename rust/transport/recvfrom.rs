@@ -49,19 +49,6 @@ pub(super) const LIMITS: Limits = Limits {
 /// `rq`. Returns the Call's length (0: nothing for nfsd).
 pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
-    // sunrpc released the request's last context (`xpo_release_ctxt`)
-    // and cleared it. Were one left, it could be another connection's:
-    // only its own pool takes it back.
-    if let Some(old) = rq.take_ctxt() {
-        if old.belongs_to(conn) {
-            conn.ctxt_put(old);
-        } else {
-            pr_warn_ratelimited!(
-                "a request still held another connection's context; it is leaked\n"
-            );
-            core::mem::forget(old);
-        }
-    }
     // Counted before other threads are let in (`Connection::recv_cap`).
     let _in_recv = conn.enter_recv();
     let next = conn.next_work();
@@ -84,9 +71,7 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
         Ok(Next::Call(len)) => {
             count(&conn.stats.c.calls, 1);
             // The request holds it until `xpo_release_ctxt`, or the Reply.
-            if let Some(old) = rq.set_ctxt(ctxt) {
-                conn.ctxt_put(old);
-            }
+            rq.set_ctxt(ctxt);
             len
         }
         // The context goes with the Reads, with the Call's pages; their
@@ -168,9 +153,7 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     match finish_call(conn, rq, ctxt.call_len) {
         Ok(len) => {
             count(&conn.stats.c.calls, 1);
-            if let Some(old) = rq.set_ctxt(ctxt) {
-                conn.ctxt_put(old);
-            }
+            rq.set_ctxt(ctxt);
             len
         }
         Err(_) => {

@@ -79,7 +79,7 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
     {
         static REPLIES: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(0);
         if REPLIES.fetch_add(1, kernel::sync::atomic::ordering::Relaxed) % 64 == 63 {
-            let _ = rq.set_ctxt(ctxt);
+            rq.set_ctxt(ctxt);
             return Ok(rq.res_len());
         }
     }
@@ -88,9 +88,7 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
         Ok(len) => post_reply(conn, ctxt).map(|()| len),
         Err(e) => {
             // The request keeps it until `xpo_release_ctxt`.
-            if let Some(old) = rq.set_ctxt(ctxt) {
-                conn.ctxt_put(old);
-            }
+            rq.set_ctxt(ctxt);
             Err(e)
         }
     };

@@ -69,9 +69,11 @@ pub(crate) struct CallCtxt {
     pub(crate) arg_pages: HeldPages,
     /// The Call's length, once its Reads complete.
     pub(crate) call_len: usize,
-    /// Where the Call's Read chunks start (for the mutant that corrupts
-    /// them), and how many there are.
+    /// Where the Call's Read chunks start, and how many there are: only
+    /// for the mutant that corrupts them.
+    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
     pub(crate) read_dst: [usize; MAX_READ_CHUNKS],
+    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
     pub(crate) nread: usize,
     /// Completion of a Reply's chain (`sq::post_reply`).
     pub(crate) reply_cqe: Cqe<CallCtxt, REPLY>,
@@ -110,7 +112,9 @@ impl CallCtxt {
             pages: HeldPages::new(),
             arg_pages: HeldPages::new(),
             call_len: 0,
+            #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             read_dst: [0; MAX_READ_CHUNKS],
+            #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             nread: 0,
             reply_cqe: Cqe::for_chains(),
             read_cqe: Cqe::for_chains(),
@@ -153,7 +157,10 @@ impl CallCtxt {
         self.maps.unmap_all();
         self.put_pages();
         self.call_len = 0;
-        self.nread = 0;
+        #[cfg(svcrdma_mutant = "corrupt_read_sink")]
+        {
+            self.nread = 0;
+        }
     }
 
     /// Gives back the Reply and Call pages the context holds (the device

@@ -212,10 +212,14 @@ pub(super) fn prepare_reads(
         return Err(e);
     }
     ctxt.call_len = call_len;
-    ctxt.nread = 0;
-    for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
-        *slot = dst;
-        ctxt.nread += 1;
+    // Mutant corrupt_read_sink: where the Read chunks' sinks start.
+    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
+    {
+        ctxt.nread = 0;
+        for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
+            *slot = dst;
+            ctxt.nread += 1;
+        }
     }
     Ok(())
 }

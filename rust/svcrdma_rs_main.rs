@@ -15,6 +15,12 @@
 //! - [`transport`]: the transport itself: listeners, connection events and,
 //!   stage by stage, the RPC-over-RDMA data path.
 //! - [`params`]: the module parameters, validated.
+//! - [`anchor`], [`kwork`], [`globals`]: what lets C callbacks reach Rust
+//!   objects safely: counted references to the objects they are called
+//!   with, delayed work through such references, and the module-wide
+//!   statics for callbacks that come with no object.
+//! - [`sysfs`], [`trace`], [`log`]: the sysfs directories, the tracepoints
+//!   and rate-limited logging.
 
 #![crate_name = "svcrdma_rs"]
 

@@ -15,7 +15,8 @@
 //! - [`rw`]: RDMA Read and Write under the connection's memory model;
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
-//! - [`sq`]: posting work-request chains and waiting for them;
+//! - [`sq`]: posting work-request chains and handling their completions;
+//! - [`stats`]: the per-connection counters;
 //! - [`fair`]: the pools nfsd threads wait on in turn (send-queue slots,
 //!   FRMR entries);
 //! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the

@@ -72,6 +72,11 @@ bool svcrdma_rs_cap_read_inv(struct ib_device *dev, u32 port)
 	return rdma_cap_read_inv(dev, port);
 }
 
+bool svcrdma_rs_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 struct ib_pd *svcrdma_rs_alloc_pd(struct ib_device *dev, unsigned int flags)
 {
 	return ib_alloc_pd(dev, flags);

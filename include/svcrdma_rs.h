@@ -38,6 +38,7 @@ bool svcrdma_rs_protocol_ib(const struct ib_device *dev, u32 port);
 bool svcrdma_rs_protocol_roce(const struct ib_device *dev, u32 port);
 bool svcrdma_rs_protocol_iwarp(const struct ib_device *dev, u32 port);
 bool svcrdma_rs_cap_read_inv(struct ib_device *dev, u32 port);
+bool svcrdma_rs_device_try_get(struct ib_device *dev);
 struct ib_pd *svcrdma_rs_alloc_pd(struct ib_device *dev, unsigned int flags);
 void svcrdma_rs_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *svcrdma_rs_alloc_cq(struct ib_device *dev, void *private,

@@ -50,6 +50,26 @@ impl Cq {
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
         self.ptr.as_ptr()
     }
+
+    /// Sets the CQ's context (`cq_context`), which its completion callbacks
+    /// read; the CQ itself never uses it.
+    pub(super) fn set_context(&mut self, context: *mut c_void) {
+        // `&mut` and no QP yet: only `Endpoint::new` gives a CQ to a QP, and
+        // it takes the CQ for good, after this.
+        // SAFETY: the CQ is live and ours (invariant); no completion callback
+        // runs, so nothing reads the field while it changes.
+        unsafe { (*self.as_ptr()).cq_context = context };
+    }
+
+    /// The context of the CQ a completion callback was called for.
+    ///
+    /// # Safety
+    ///
+    /// `cq` is the live CQ of a running completion callback.
+    pub(super) unsafe fn context_of(cq: *mut bindings::ib_cq) -> *mut c_void {
+        // SAFETY: live for the callback (the caller's promise).
+        unsafe { (*cq).cq_context }
+    }
 }
 
 impl Drop for Cq {

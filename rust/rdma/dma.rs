@@ -29,33 +29,48 @@ impl Dir {
     }
 }
 
-/// The device a connection maps memory on, kept by the objects that hold
-/// mappings (which outlive any borrow of a [`Device`]).
+/// A counted reference to the device memory is mapped on
+/// (`ib_device_try_get()`), kept by every object that holds mappings: while
+/// one exists, the device cannot finish unregistering, so it and its
+/// mappings stay valid.
 ///
 /// # Invariants
 ///
-/// `ptr` is a live device, and stays live while any copy of the value
-/// exists (the promise made to [`DmaDev::new`]).
-#[derive(Clone, Copy)]
+/// `ptr` is a device on which this value holds one registration count
+/// (so the device is live), given back when it drops.
 pub(crate) struct DmaDev(NonNull<bindings::ib_device>);
 
 // SAFETY: the pointer is only used for mapping calls, which the DMA API
-// allows from any thread.
+// allows from any thread, and for giving the count back (from any context).
 unsafe impl Send for DmaDev {}
-// SAFETY: as above; `&DmaDev` gives nothing more than a copy.
+// SAFETY: as above; `&DmaDev` offers only mapping calls.
 unsafe impl Sync for DmaDev {}
 
 impl DmaDev {
-    /// The device of `dev`, for objects that outlive the borrow.
-    ///
-    /// # Safety
-    ///
-    /// The device must stay live while the value or any copy of it exists:
-    /// every object that gets a copy is dropped before the CM id that holds
-    /// the device.
-    pub(crate) unsafe fn new(dev: &Device<'_>) -> Self {
-        // INVARIANT: live now (borrowed), and for as long (caller).
-        Self(NonNull::from(dev.raw()))
+    /// Holds `dev` registered; `ENODEV` if it is being unregistered.
+    pub(crate) fn new(dev: &Device<'_>) -> Result<Self> {
+        Self::hold(NonNull::from(dev.raw()))
+    }
+
+    /// Another count on the same device (which cannot be refused: ours
+    /// keeps the device registered).
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        Self::hold(self.0)
+    }
+
+    /// Takes a registration count on `dev`, a live device.
+    fn hold(dev: NonNull<bindings::ib_device>) -> Result<Self> {
+        // SAFETY: `dev` is live (the callers': borrowed, or counted by us).
+        if !unsafe { bindings::svcrdma_rs_device_try_get(dev.as_ptr()) } {
+            return Err(ENODEV);
+        }
+        // INVARIANT: counted just above.
+        Ok(Self(dev))
+    }
+
+    /// Whether `other` refers to the same device.
+    pub(crate) fn is(&self, other: &DmaDev) -> bool {
+        self.0 == other.0
     }
 
     /// The C object.
@@ -68,6 +83,14 @@ impl DmaDev {
         // SAFETY: a live device (invariant); `addr` came from a mapping call
         // on it.
         unsafe { bindings::svcrdma_rs_dma_mapping_error(self.as_ptr(), addr) != 0 }
+    }
+}
+
+impl Drop for DmaDev {
+    fn drop(&mut self) {
+        // SAFETY: our count (invariant), given back once; the device is not
+        // used through this value afterwards.
+        unsafe { bindings::ib_device_put(self.as_ptr()) };
     }
 }
 
@@ -93,7 +116,8 @@ pub(crate) struct MappedBuf {
 
 impl MappedBuf {
     /// Allocates `len` zeroed bytes and maps them on `dev` for `dir`.
-    pub(crate) fn new(dev: DmaDev, len: usize, dir: Dir) -> Result<Self> {
+    pub(crate) fn new(dev: &DmaDev, len: usize, dir: Dir) -> Result<Self> {
+        let dev = dev.try_clone()?;
         let mut buf = KVec::with_capacity(len, GFP_KERNEL)?;
         buf.resize(len, 0, GFP_KERNEL)?;
         // SAFETY: a live device (`DmaDev` invariant) and a kmalloc'ed buffer
@@ -201,16 +225,16 @@ pub(crate) struct DmaMaps {
 
 impl DmaMaps {
     /// An empty set for `dev`.
-    pub(crate) fn new(dev: DmaDev) -> Self {
-        Self {
-            dev,
+    pub(crate) fn new(dev: &DmaDev) -> Result<Self> {
+        Ok(Self {
+            dev: dev.try_clone()?,
             maps: KVec::new(),
-        }
+        })
     }
 
     /// The device the mappings are made on.
-    pub(crate) fn dev(&self) -> DmaDev {
-        self.dev
+    pub(crate) fn dev(&self) -> &DmaDev {
+        &self.dev
     }
 
     /// Maps `len` bytes at `offset` of `page` for `dir`; returns the bus

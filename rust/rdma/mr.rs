@@ -96,16 +96,16 @@ struct Entry {
     /// Set by [`MrTable::retire`]: the entry is never used again.
     retired: UnsafeCell<bool>,
     sgl: UnsafeCell<KVec<bindings::scatterlist>>,
-    /// Entries of `sgl` DMA-mapped (0: none), and on which device.
-    mapped: UnsafeCell<Option<(DmaDev, i32)>>,
+    /// Entries of `sgl` DMA-mapped on the table's device (`None`: none).
+    mapped: UnsafeCell<Option<i32>>,
 }
 
 impl Entry {
     /// Undoes the DMA mapping of the entry's pages, if any.
-    fn unmap(sgl: &mut KVec<bindings::scatterlist>, mapped: &mut Option<(DmaDev, i32)>) {
-        if let Some((dev, n)) = mapped.take() {
+    fn unmap(dev: &DmaDev, sgl: &mut KVec<bindings::scatterlist>, mapped: &mut Option<i32>) {
+        if let Some(n) = mapped.take() {
             // SAFETY: mapped by `MrTable::map` with this count and direction
-            // on `dev`, which is live (`DmaDev` invariant).
+            // on `dev` (the table's), which is live (`DmaDev` invariant).
             unsafe {
                 bindings::svcrdma_rs_dma_unmap_sg(
                     dev.as_ptr(),
@@ -132,9 +132,12 @@ impl Entry {
 ///
 /// # Invariants
 ///
-/// `id` is this table's alone; each entry has at most one lease.
+/// `id` is this table's alone; each entry has at most one lease. Every
+/// entry's pages are mapped on `dev`.
 pub(crate) struct MrTable {
     id: u64,
+    /// The device the entries' pages are mapped on.
+    dev: DmaDev,
     entries: KVec<Entry>,
     pages_per_mr: u32,
     /// The leases were issued.
@@ -175,8 +178,9 @@ impl MrMapped {
 }
 
 impl MrTable {
-    /// A table of `count` entries, each mapping up to `pages_per_mr` pages.
-    pub(crate) fn new(count: u32, pages_per_mr: u32) -> Result<Self> {
+    /// A table of `count` entries, each mapping up to `pages_per_mr` pages
+    /// on `dev`.
+    pub(crate) fn new(dev: DmaDev, count: u32, pages_per_mr: u32) -> Result<Self> {
         if pages_per_mr == 0 || count > u32::from(u16::MAX) + 1 {
             return Err(EINVAL);
         }
@@ -195,6 +199,7 @@ impl MrTable {
         // INVARIANT: a fresh id; no lease issued yet.
         Ok(Self {
             id: NEXT_TABLE.fetch_add(1, Relaxed),
+            dev,
             entries,
             pages_per_mr,
             issued: Atomic::new(false),
@@ -250,9 +255,10 @@ impl MrTable {
 
     /// Maps `pages` (each `(page, offset, len)`, contiguous in the sink:
     /// only the first may start inside its page, only the last may end
-    /// inside it; `len` bytes in all) on `dev` into the MR of `lease`'s
-    /// entry, for the device to write, and gives the MR a fresh key. The
-    /// entry's MR (on `pd`) and scatterlist are allocated on its first use.
+    /// inside it; `len` bytes in all) on `dev` (the table's device, else
+    /// `EINVAL`) into the MR of `lease`'s entry, for the device to write, and
+    /// gives the MR a fresh key. The entry's MR (on `pd`) and scatterlist are
+    /// allocated on its first use.
     ///
     /// # Safety
     ///
@@ -261,12 +267,16 @@ impl MrTable {
     pub(crate) unsafe fn map(
         &self,
         pd: &Pd,
-        dev: DmaDev,
+        dev: &DmaDev,
         lease: &mut MrLease,
         pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
         len: usize,
     ) -> Result<MrMapped> {
         let e = self.entry(lease).ok_or(EINVAL)?;
+        if !dev.is(&self.dev) {
+            return Err(EINVAL);
+        }
+        let dev = &self.dev;
         // SAFETY: we hold the entry's lease (borrowed mutably): nobody else
         // touches it.
         let (sgl, mapped, slot, retired) = unsafe {
@@ -316,7 +326,7 @@ impl MrTable {
         if got <= 0 {
             return Err(EIO);
         }
-        *mapped = Some((dev, n as i32));
+        *mapped = Some(n as i32);
         // The MR is not registered: a leased entry's MR was invalidated
         // before its lease went back to the free list.
         // SAFETY: the MR is ours (leased entry); `got` mapped entries.
@@ -330,7 +340,7 @@ impl MrTable {
             )
         };
         if done != got {
-            Entry::unmap(sgl, mapped);
+            Entry::unmap(dev, sgl, mapped);
             return Err(EIO);
         }
         // SAFETY: a live MR that no work request uses (the table's rule).
@@ -364,7 +374,7 @@ impl MrTable {
         };
         // SAFETY: we hold the lease (borrowed mutably).
         let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
-        Entry::unmap(sgl, mapped);
+        Entry::unmap(&self.dev, sgl, mapped);
     }
 
     /// Takes `lease`'s entry out of use for good, after a failed chain may
@@ -401,7 +411,7 @@ impl MrTable {
             }
         }
         // The device no longer translates through the MR (deregistered).
-        Entry::unmap(sgl, mapped);
+        Entry::unmap(&self.dev, sgl, mapped);
         Ok(())
     }
 }

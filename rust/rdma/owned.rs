@@ -11,13 +11,25 @@
 //! the owner borrowed. The completion queue finds the owner from the
 //! address of a [`Cqe`] embedded in it, as the workqueue finds a work
 //! item's owner from its `work_struct` (`impl_chain_owner!` says where).
+//!
+//! Chains are posted on an [`Endpoint`] only, and every completion comes
+//! with the endpoint's owner (its QP's event handler, which the QP keeps
+//! alive until it is destroyed, after its last completion): the owner of a
+//! chain needs no reference of its own to it.
 
-use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
+use core::{cell::UnsafeCell, marker::PhantomData};
 
 use kernel::prelude::*;
 
-use super::{qp::Qp, wr::Chain};
-use crate::bindings;
+use super::{
+    endpoint::{Endpoint, EndpointOwner},
+    wr::Chain,
+    Cq,
+};
+use crate::{
+    anchor::{Anchor, AnchorRef},
+    bindings,
+};
 
 /// A type whose chains' unsignaled requests report to it (see the module
 /// documentation).
@@ -27,12 +39,16 @@ use crate::bindings;
 /// `ERR_OFFSET` is the byte offset in `Self` of a `Cqe<Self, ERR>` field
 /// (`impl_chain_owner!` computes it).
 pub(crate) unsafe trait ChainErrors: Sized + Send + Sync {
+    /// The owner of the endpoints its chains are posted on.
+    type Owner: EndpointOwner;
+
     /// Where the [`Cqe`] of its unsignaled requests is.
     const ERR_OFFSET: usize;
 
-    /// An unsignaled request of a posted chain failed or was flushed
-    /// (`status`, `vendor_err`); the chain's completion follows.
-    fn request_failed(this: &Self, status: u32, vendor_err: u32);
+    /// An unsignaled request of a chain posted on an endpoint of `owner`
+    /// failed or was flushed (`status`, `vendor_err`); the chain's
+    /// completion follows.
+    fn request_failed(owner: &Self::Owner, this: &Self, status: u32, vendor_err: u32);
 }
 
 /// An owner of posted chains (see the module documentation). `ID` tells
@@ -49,19 +65,23 @@ pub(crate) unsafe trait ChainOwner<const ID: u64>: ChainErrors {
 
     /// The chain's last request completed (`status` 0: success), or, for a
     /// post that failed partway, the marker behind it: the device is done
-    /// with everything the chain referred to. Runs in the CQ's work item.
-    fn completed(this: KBox<Self>, status: u32, vendor_err: u32);
+    /// with everything the chain referred to. `owner` is that of the
+    /// endpoint the chain was posted on. Runs in the CQ's work item.
+    fn completed(owner: &Self::Owner, this: KBox<Self>, status: u32, vendor_err: u32);
 }
 
 /// The [`Cqe`] id of unsignaled requests.
 pub(crate) const ERR: u64 = u64::MAX;
 
-/// Implements [`ChainOwner`] for `$t` with `Cqe` fields `$done` (one per
-/// kind `$id`) and `$err` (its unsignaled requests'); the handlers are
-/// `$t`'s `completed_<...>` per kind, given as `$f`, and its
-/// `request_failed`.
+/// Implements [`ChainOwner`] for `$t`, posted on endpoints of `$owner`,
+/// with `Cqe` fields `$done` (one per kind `$id`) and `$err` (its
+/// unsignaled requests'); the handlers are `$f` per kind, and `$failed`.
 macro_rules! impl_chain_owner {
-    ($t:ty { errors: $err:ident => $failed:path, $($id:ident => $done:ident => $f:path,)* }) => {
+    ($t:ty {
+        owner: $owner:ty,
+        errors: $err:ident => $failed:path,
+        $($id:ident => $done:ident => $f:path,)*
+    }) => {
         // The fields have the types the offsets promise (a compile error
         // otherwise).
         const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, { $crate::rdma::owned::ERR }> =
@@ -69,17 +89,23 @@ macro_rules! impl_chain_owner {
         $(const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, $id> = |t| &t.$done;)*
         // SAFETY: `ERR_OFFSET` is the offset of `$err`, a `Cqe<$t, ERR>`.
         unsafe impl $crate::rdma::owned::ChainErrors for $t {
+            type Owner = $owner;
             const ERR_OFFSET: usize = core::mem::offset_of!($t, $err);
-            fn request_failed(this: &Self, status: u32, vendor_err: u32) {
-                $failed(this, status, vendor_err)
+            fn request_failed(owner: &$owner, this: &Self, status: u32, vendor_err: u32) {
+                $failed(owner, this, status, vendor_err)
             }
         }
         $(
             // SAFETY: `DONE_OFFSET` is the offset of `$done`, a `Cqe<$t, $id>`.
             unsafe impl $crate::rdma::owned::ChainOwner<$id> for $t {
                 const DONE_OFFSET: usize = core::mem::offset_of!($t, $done);
-                fn completed(this: kernel::alloc::KBox<Self>, status: u32, vendor_err: u32) {
-                    $f(this, status, vendor_err)
+                fn completed(
+                    owner: &$owner,
+                    this: kernel::alloc::KBox<Self>,
+                    status: u32,
+                    vendor_err: u32,
+                ) {
+                    $f(owner, this, status, vendor_err)
                 }
             }
         )*
@@ -125,6 +151,22 @@ impl<T: ChainErrors> Cqe<T, ERR> {
     }
 }
 
+/// The owner of the endpoint whose CQ `cq` is, in one of its completion
+/// callbacks.
+///
+/// # Safety
+///
+/// `cq` is the CQ of a running completion callback, for a request posted
+/// on the QP of an `Endpoint<H>`; `'a` ends with the callback.
+unsafe fn endpoint_owner<'a, H: EndpointOwner>(cq: *mut bindings::ib_cq) -> &'a H {
+    // The endpoint's CQs carry the anchor of its owner, on which its QP
+    // holds a count until it is destroyed; it is destroyed only once
+    // drained, after every completion of its requests has been handled.
+    // SAFETY: so the context is a counted anchor of an `H`, held for the call.
+    let owner = unsafe { AnchorRef::<H>::borrow_raw(Cq::context_of(cq).cast::<Anchor>()) };
+    owner.get_ref()
+}
+
 /// The owner of a signaled completion.
 ///
 /// # Safety
@@ -133,11 +175,13 @@ impl<T: ChainErrors> Cqe<T, ERR> {
 /// [`post_owned`] with a `T` leaked from a `KBox`, whose `Cqe<T, ID>`
 /// this completion carries; it is the chain's only signaled completion.
 unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
-    _cq: *mut bindings::ib_cq,
+    cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
 ) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
+    // SAFETY: [`post_owned`] posts on an `Endpoint<T::Owner>` only.
+    let ep_owner = unsafe { endpoint_owner::<T::Owner>(cq) };
     // The request carried the `Cqe<T, ID>` at `T::DONE_OFFSET` of a leaked
     // `KBox<T>` (the trait's and the function's contract); this completion,
     // the chain's only signaled one, takes it back.
@@ -146,7 +190,7 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
         let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
         KBox::from_raw(cqe.sub(T::DONE_OFFSET).cast::<T>())
     };
-    T::completed(owner, wc.status, wc.vendor_err);
+    T::completed(ep_owner, owner, wc.status, wc.vendor_err);
 }
 
 /// An unsignaled request of a chain completed (failed or flushed).
@@ -157,18 +201,20 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
 /// [`post_owned`], whose owner lives until the chain's signaled
 /// completion, which comes after this one.
 unsafe extern "C" fn request_failed<T: ChainErrors>(
-    _cq: *mut bindings::ib_cq,
+    cq: *mut bindings::ib_cq,
     wc: *mut bindings::ib_wc,
 ) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
+    // SAFETY: [`post_owned`] posts on an `Endpoint<T::Owner>` only.
+    let ep_owner = unsafe { endpoint_owner::<T::Owner>(cq) };
     // SAFETY: the request carried the `Cqe<T, ERR>` at `T::ERR_OFFSET` of
     // a live owner (the function's contract), borrowed for this call.
     let owner = unsafe {
         let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
         &*cqe.sub(T::ERR_OFFSET).cast::<T>()
     };
-    T::request_failed(owner, wc.status, wc.vendor_err);
+    T::request_failed(ep_owner, owner, wc.status, wc.vendor_err);
 }
 
 /// What became of a chain [`post_owned`] could not post whole.
@@ -185,18 +231,18 @@ pub(crate) enum PostError<T> {
     Leaked(Error),
 }
 
-/// Posts `chain(owner)`, linked to `owner`'s entries, on `qp`, handing
-/// `owner` to the chain's completion ([`ChainOwner::completed`]). If the
-/// post fails partway, `fence` runs first (it must move the QP to the error
-/// state: the marker must only be flushed), then a signaled marker follows
-/// the posted requests.
+/// Posts `chain(owner)`, linked to `owner`'s entries, on `ep`'s QP,
+/// handing `owner` to the chain's completion ([`ChainOwner::completed`]).
+/// If the post fails partway, `fence` runs first (it must move the QP to
+/// the error state: the marker must only be flushed), then a signaled
+/// marker follows the posted requests.
 pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
-    qp: &Qp,
+    ep: &Endpoint<T::Owner>,
     owner: KBox<T>,
     chain: impl FnOnce(&mut T) -> &mut Chain,
     fence: impl FnOnce(),
 ) -> core::result::Result<(), PostError<T>> {
-    let Some(posting) = qp.posting() else {
+    let Some(posting) = ep.posting() else {
         return Err(PostError::Unposted(owner, ENOTCONN));
     };
     // Every pointer handed to the device derives from `raw`.
@@ -249,7 +295,8 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // the marker's completion; only shared borrows of it exist (the failed
     // requests' handler).
     // SAFETY: `raw` is live and not mutably borrowed (just above).
-    T::request_failed(unsafe { &*raw }, bindings::IB_WC_WR_FLUSH_ERR, 0);
+    let failed = unsafe { &*raw };
+    T::request_failed(posting.owner(), failed, bindings::IB_WC_WR_FLUSH_ERR, 0);
     fence();
     // The marker, in a chain of its own (the owner's may be borrowed by
     // the failed requests' handler by now).
@@ -266,46 +313,5 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         Err(PostError::Fenced(e))
     } else {
         Err(PostError::Leaked(e))
-    }
-}
-
-/// A shared reference to the object that owns a pool, kept by the pool's
-/// items, which cannot borrow it (they are boxed, pooled and handed to
-/// completions).
-///
-/// # Invariants
-///
-/// `ptr` points to a live `T`, which outlives the value and every clone of
-/// it (the promise made to [`Backref::new`]).
-pub(crate) struct Backref<T>(NonNull<T>);
-
-// SAFETY: the value only gives shared references to a `Sync` `T`.
-unsafe impl<T: Sync> Send for Backref<T> {}
-// SAFETY: as above.
-unsafe impl<T: Sync> Sync for Backref<T> {}
-
-impl<T> Backref<T> {
-    /// A reference to `owner` that outlives the borrow.
-    ///
-    /// # Safety
-    ///
-    /// `owner` must not move, and must outlive the value and every clone of
-    /// it.
-    pub(crate) unsafe fn new(owner: &T) -> Self {
-        // INVARIANT: live now, and for as long (caller).
-        Self(NonNull::from(owner))
-    }
-
-    /// The owner.
-    pub(crate) fn get(&self) -> &T {
-        // SAFETY: live while the value is (invariant).
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl<T> Clone for Backref<T> {
-    fn clone(&self) -> Self {
-        // INVARIANT: the promise made to `new` covers clones.
-        Self(self.0)
     }
 }

@@ -123,8 +123,9 @@ impl Qp {
     ///
     /// # Safety
     ///
-    /// `id` must outlive the returned `Qp`, as must the CQs and PD.
-    pub(crate) unsafe fn new<H: QpEventHandler>(
+    /// `id` must outlive the returned `Qp`, as must the CQs and PD (only
+    /// [`super::endpoint::Endpoint`], which owns them all, makes QPs).
+    pub(super) unsafe fn new<H: QpEventHandler>(
         id: &CmId,
         pd: &Pd,
         send_cq: &Cq,
@@ -179,6 +180,12 @@ impl Qp {
             },
             got,
         ))
+    }
+
+    /// The count on the handler's anchor the QP holds until it is
+    /// destroyed (whatever its state: only the pointer).
+    pub(super) fn handler(&self) -> NonNull<Anchor> {
+        self.handler
     }
 
     /// Starts a post: `None` once [`Qp::destroy`] has begun (a request

@@ -10,7 +10,8 @@
 //! by the repost ([`RecvRing::repost`]), so a message can never be read
 //! while the device may write the buffer. The completion finds its buffer
 //! from the `ib_cqe` at the buffer's start and tells the ring's owner,
-//! which implements [`RecvHandler`].
+//! which implements [`RecvHandler`]. A ring is part of an
+//! [`super::endpoint::Endpoint`], and posted on its QP only.
 
 use core::cell::UnsafeCell;
 
@@ -23,7 +24,7 @@ use kernel::{
 use super::{
     dma::{Dir, DmaDev, MappedBuf},
     qp::Qp,
-    Device, Pd,
+    Pd,
 };
 use crate::bindings;
 
@@ -80,7 +81,7 @@ struct RecvBuf<T> {
 /// # Invariants
 ///
 /// Every buffer is boxed (it never moves) and outlives any posted work
-/// request that refers to it (the owner destroys the QP before dropping
+/// request that refers to it (the endpoint destroys the QP before dropping
 /// the ring); its `owner` outlives every completion (the promise made to
 /// [`RecvRing::new`]).
 pub(crate) struct RecvRing<T: RecvHandler> {
@@ -100,22 +101,13 @@ unsafe impl<T: RecvHandler> Send for RecvRing<T> {}
 unsafe impl<T: RecvHandler> Sync for RecvRing<T> {}
 
 impl<T: RecvHandler> RecvRing<T> {
-    /// Allocates and maps `count` buffers of `T::BUF_SIZE` bytes for
-    /// `owner`, with the PD's local key.
+    /// Allocates and maps `count` buffers of `T::BUF_SIZE` bytes on `dma`
+    /// for `owner`, with the PD's local key.
     ///
     /// # Safety
     ///
-    /// The device must outlive the ring, and `owner` every completion of
-    /// it (the QP is destroyed before either goes).
-    pub(crate) unsafe fn new(
-        dev: &Device<'_>,
-        pd: &Pd,
-        count: u32,
-        owner: *const T,
-    ) -> Result<Self> {
-        // SAFETY: the ring, which holds every copy, goes before the device
-        // (the function's contract).
-        let dma = unsafe { DmaDev::new(dev) };
+    /// `owner` must outlive every completion of the ring's receives.
+    pub(super) unsafe fn new(dma: &DmaDev, pd: &Pd, count: u32, owner: *const T) -> Result<Self> {
         let mut ring = Self {
             id: NEXT_RING.fetch_add(1, Relaxed),
             bufs: KVec::with_capacity(count as usize, GFP_KERNEL)?,
@@ -165,7 +157,7 @@ impl<T: RecvHandler> RecvRing<T> {
     }
 
     /// Posts every buffer, once (at accept); later calls fail.
-    pub(crate) fn post_all(&self, qp: &Qp) -> Result {
+    pub(super) fn post_all(&self, qp: &Qp) -> Result {
         if self.posted.xchg(true, Relaxed) {
             return Err(EINVAL);
         }
@@ -176,7 +168,7 @@ impl<T: RecvHandler> RecvRing<T> {
     }
 
     /// Posts the buffer of `slot` again; the slot is used up.
-    pub(crate) fn repost(&self, qp: &Qp, slot: RecvSlot) -> Result {
+    pub(super) fn repost(&self, qp: &Qp, slot: RecvSlot) -> Result {
         if slot.ring != self.id {
             return Err(EINVAL);
         }
@@ -186,7 +178,7 @@ impl<T: RecvHandler> RecvRing<T> {
     }
 
     /// The bytes the receive of `slot` brought (`None`: not this ring's).
-    pub(crate) fn message<'a>(&'a self, slot: &'a RecvSlot) -> Option<&'a [u8]> {
+    pub(super) fn message<'a>(&'a self, slot: &'a RecvSlot) -> Option<&'a [u8]> {
         if slot.ring != self.id {
             return None;
         }

@@ -18,7 +18,7 @@ use super::{
     frmr::FrmrPool,
     listener::Listener,
     ops::CLASS,
-    recv::RecvRing,
+    recv::Endpoint,
     registry::{ConnAttrs, DevName},
 };
 use crate::{
@@ -30,11 +30,7 @@ use crate::{
         inline::{server_private, Depths},
         memreg::{decide, Model},
     },
-    rdma::{
-        cm::ConnRequest,
-        qp::{Qp, QpCaps},
-        Cq, Pd,
-    },
+    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, Pd},
     sunrpc::{Flag, NewXprt},
     trace,
 };
@@ -53,7 +49,10 @@ mod pending {
 
     use crate::{
         anchor::{impl_anchored, Anchor},
-        rdma::cm::{Accept, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
+        rdma::{
+            cm::{Accept, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
+            endpoint::{Endpoint, EndpointOwner},
+        },
         transport::registry::ConnAttrs,
     };
 
@@ -110,8 +109,9 @@ mod pending {
     /// A connection request waiting to be accepted.
     ///
     /// Its id's events go to its `watch` from [`Pending::adopt`] on. The
-    /// fields are private: the id leaves the request only through
-    /// [`Pending::accept`], and only once the id points elsewhere; dropping
+    /// fields are private: the id leaves the request only for the
+    /// connection's endpoint ([`Pending::build`]), which goes on with the
+    /// watch until the id points elsewhere ([`Accepting::accept`]); dropping
     /// the request destroys the id first.
     pub(crate) struct Pending {
         /// First: dropped first, so no event reaches `watch` after.
@@ -164,28 +164,60 @@ mod pending {
             self.watch.gone.load(Relaxed)
         }
 
+        /// Builds the connection's endpoint on the request's id with
+        /// `build`, which owns the id from then on (and drops it, destroying
+        /// it, if it fails). The id's events still go to the request's watch,
+        /// which lives on with the endpoint until the accept.
+        pub(crate) fn build<H: EndpointOwner>(
+            self: KBox<Self>,
+            build: impl FnOnce(CmId) -> Result<Endpoint<H>>,
+        ) -> Result<Accepting<H>> {
+            let Pending { cm_id, watch, .. } = KBox::into_inner(self);
+            // On failure the id is gone (no event after), then the watch.
+            let ep = build(cm_id)?;
+            Ok(Accepting { ep, watch })
+        }
+    }
+
+    /// A request whose id the connection's endpoint owns, its events still
+    /// going to the request's watch until [`Accepting::accept`]. Dropping
+    /// it drops the endpoint (destroying the id) first.
+    pub(crate) struct Accepting<H: EndpointOwner> {
+        /// First: dropped first, so no event reaches `watch` after.
+        ep: Endpoint<H>,
+        watch: Pin<KBox<Watch>>,
+    }
+
+    impl<H: EndpointOwner> Accepting<H> {
+        /// The endpoint being accepted.
+        pub(crate) fn endpoint(&self) -> &Endpoint<H> {
+            &self.ep
+        }
+
         /// Points the id's events at `handler` and accepts the request
         /// ([`CmId::repoint_and_accept`]); not from the id's handler.
         ///
-        /// Returns the id, now the connection's, with the accept's result
-        /// once the id was re-pointed; or, if it was not, the error and the
-        /// request itself, whole: its id still points at it, so it must live
-        /// on until it is dropped (which destroys the id first).
-        pub(crate) fn accept<H: CmHandler>(
-            self: KBox<Self>,
-            handler: Pin<&H>,
+        /// Returns the endpoint, now the connection's alone, with the
+        /// accept's result once the id was re-pointed; or, if it was not,
+        /// the error, everything dropped (the endpoint, its id with it,
+        /// before the watch the id still points at).
+        pub(crate) fn accept<C: CmHandler>(
+            self,
+            handler: Pin<&C>,
             private: &[u8],
             initiator_depth: u8,
-        ) -> core::result::Result<(CmId, Result), (Error, KBox<Self>)> {
+        ) -> Result<(Endpoint<H>, Result)> {
             match self
-                .cm_id
+                .ep
+                .id()
                 .repoint_and_accept(handler, private, initiator_depth)
             {
-                Accept::NotRepointed(e) => Err((e, self)),
+                Accept::NotRepointed(e) => Err(e),
                 Accept::Repointed(accepted) => {
-                    // The id no longer refers to the request: it may go.
-                    let Pending { cm_id, .. } = KBox::into_inner(self);
-                    Ok((cm_id, accepted))
+                    // The id no longer refers to the watch: it may go.
+                    let Accepting { ep, watch } = self;
+                    drop(watch);
+                    Ok((ep, accepted))
                 }
             }
         }
@@ -335,6 +367,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     let recv_cq = Cq::new(&dev, depths.recv_wr)?;
     let frmrs = match model {
         Model::Frmr { .. } => Some(FrmrPool::new(
+            DmaDev::new(&dev)?,
             depths.credits,
             // The capabilities the policy saw (test overrides applied).
             p.attrs().caps.max_fast_reg_page_list_len,
@@ -358,7 +391,6 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // From here on the connection is freed through sunrpc's reference
     // count, on failure too (dropping `conn`).
     let conn = CLASS.new_conn(conn, listener)?;
-    let c = core::ptr::from_ref::<Connection>(&conn).cast_mut();
     if let Some(a) = p.cm_id().dst_addr() {
         conn.set_remote(&a);
     }
@@ -369,97 +401,77 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     // it of a transport).
     conn.xprt().set_flag(Flag::CongCtrl);
 
-    // The QP and buffers refer to `conn`; on failure they are dropped
-    // before `conn` is released.
     let send_sge = attrs.max_send_sge.min(MAX_SEND_SGE);
     let max_sge_rd = attrs.max_sge_rd;
-    let built = (|| -> Result<(Qp, RecvRing, QpCaps)> {
-        let caps = QpCaps {
-            send_wr: depths.send_wr,
-            recv_wr: depths.recv_wr,
-            send_sge,
-            recv_sge: 1,
-        };
-        let id = p.cm_id();
-        // The ring before the QP: on any failure below the QP (declared
-        // later) is dropped first, and flushes what was posted while the
-        // ring is still there.
-        // SAFETY: the device lives while the id does; `conn` outlives the
-        // ring's completions (the QP is destroyed before the ring drops).
-        let recv = unsafe { RecvRing::new(&dev, &pd, depths.recv_buffers, c) }?;
-        // SAFETY: the id, PD and CQs outlive the QP (all end up in `Resources`, which destroys the QP first; or, on a failure, the QP goes first).
-        let qp = unsafe { Qp::new(id, &pd, &send_cq, &recv_cq, &caps, conn.as_pin()) };
-        let (qp, got) = qp?;
-        // A chain holds a slot per request until its last completion: the
-        // send queue's slots, less the one the drain at teardown needs, are
-        // what chains hold.
-        let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
-        // Contexts: the Calls in progress and the Replies in flight, which
-        // hold theirs until their Send completes. A client within its
-        // credits has at most `credits` of both together, but its credit
-        // comes back with a Reply, so its next Call may arrive before that
-        // Reply's completion is handled here: a wide margin, so a slow
-        // completion worker never costs a well-behaved client a Call.
-        conn.init_pools(
-            &dev,
+    let server_r = p.attrs().server_r;
+    let caps = QpCaps {
+        send_wr: depths.send_wr,
+        recv_wr: depths.recv_wr,
+        send_sge,
+        recv_sge: 1,
+    };
+    // The QP and receive buffers count `conn` until the QP is destroyed:
+    // on failure the endpoint (declared after `conn`) goes first, then the
+    // connection.
+    let acc = p.build(|id| {
+        Endpoint::new(
+            id,
+            pd,
+            send_cq,
+            recv_cq,
+            &caps,
+            depths.recv_buffers,
+            conn.as_pin(),
+        )
+    })?;
+    let got = acc.endpoint().caps();
+    let got_send_sge = got.send_sge;
+    // A chain holds a slot per request until its last completion: the
+    // send queue's slots, less the one the drain at teardown needs, are
+    // what chains hold.
+    let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
+    // Contexts: the Calls in progress and the Replies in flight, which
+    // hold theirs until their Send completes. A client within its
+    // credits has at most `credits` of both together, but its credit
+    // comes back with a Reply, so its next Call may arrive before that
+    // Reply's completion is handled here: a wide margin, so a slow
+    // completion worker never costs a well-behaved client a Call.
+    let built = conn
+        .init_pools(
+            acc.endpoint().dma_dev(),
             sq_slots,
             depths.credits as usize,
             depths.credits as usize * 8,
             frmrs.as_ref().map_or(0, |f| f.len()),
-        )?;
+        )
         // On failure the QP (dropped first) flushes what was posted.
-        recv.post_all(&qp)?;
-        Ok((qp, recv, got))
-    })();
-    let (qp, recv, got) = match built {
-        Ok(b) => b,
-        Err(e) => {
-            drop((frmrs, send_cq, recv_cq, pd));
-            // Contexts unmap on the device the id holds: before the id.
-            conn.clear_pools();
-            // The pending request (and its id) goes before the connection,
-            // to which nothing refers any more.
-            drop(p);
-            return Err(e);
-        }
-    };
+        .and_then(|()| acc.endpoint().post_receives());
+    if let Err(e) = built {
+        // The endpoint (QP first, id last), then the request's watch, then
+        // the connection, to which nothing refers any more.
+        drop(acc);
+        return Err(e);
+    }
 
     // From now on the id's events concern the connection. This is done
-    // while the pending request is still allocated: until the id is
-    // re-pointed (under its handler lock), a late event may still reach
-    // the request's watch.
-    let ours = server_private(p.attrs().server_r).encode();
+    // while the request's watch is still allocated: until the id is
+    // re-pointed (under its handler lock), a late event may still reach it.
+    let ours = server_private(server_r).encode();
     // A client that stops answering must not hold nfsd threads for long:
     // about 2 s per try (the CM's default retry count makes ~15 s).
-    p.cm_id().set_ack_timeout(ACK_TIMEOUT);
+    acc.endpoint().id().set_ack_timeout(ACK_TIMEOUT);
     // The id ends up in `Resources`, and `Connection::free` silences it
-    // before anything goes; we are not in the id's handler.
-    let accepted = p.accept(conn.as_pin(), &ours, ord);
-    let (cm_id, accepted) = match accepted {
-        Ok(a) => a,
-        Err((e, p)) => {
-            // Nothing was re-pointed: the request (its id still pointing at
-            // it) goes last, as on the failures above.
-            drop(qp);
-            drop(recv);
-            drop((frmrs, send_cq, recv_cq, pd));
-            conn.clear_pools();
-            drop(p);
-            return Err(e);
-        }
-    };
+    // before anything goes; we are not in the id's handler. If nothing was
+    // re-pointed, the endpoint and then the watch are gone when this
+    // returns, before the connection.
+    let (ep, accepted) = acc.accept(conn.as_pin(), &ours, ord)?;
     conn.set_res(Resources {
-        qp,
-        recv,
         frmrs,
-        _send_cq: send_cq,
-        _recv_cq: recv_cq,
-        pd,
-        cm_id,
-        send_sge: got.send_sge.clamp(1, MAX_SEND_SGE),
+        ep,
+        send_sge: got_send_sge.clamp(1, MAX_SEND_SGE),
         read_sge: match model {
             Model::DmaMrRemoteWrite => 1,
-            _ => max_sge_rd.min(got.send_sge).clamp(1, MAX_SEND_SGE),
+            _ => max_sge_rd.min(got_send_sge).clamp(1, MAX_SEND_SGE),
         },
     });
 

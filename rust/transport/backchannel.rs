@@ -165,7 +165,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         }
     };
     ctxt.chain.clear();
-    if let Err(e) = ctxt.send_inline(res.pd.local_dma_lkey(), total, None) {
+    if let Err(e) = ctxt.send_inline(res.pd().local_dma_lkey(), total, None) {
         conn.ctxt_put(ctxt);
         return Err(e);
     }

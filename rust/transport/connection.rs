@@ -7,9 +7,9 @@
 //! matters: [`Connection::free`] drains the QP first (every posted request
 //! completes, flushed, and Replies in flight give their contexts back),
 //! then the fields drop, [`Resources`] in its field order: the QP is
-//! destroyed, then the buffers and MRs it used, the CQs and the PD, and the
-//! CM id last, so no event handler or completion ever sees a half-freed
-//! connection.
+//! destroyed, then the MRs it used, then the rest of the endpoint (receive
+//! buffers, CQs, PD, and the CM id last: `rdma::endpoint`), so no event
+//! handler or completion ever sees a half-freed connection.
 
 use kernel::{
     new_spinlock,
@@ -26,7 +26,7 @@ use kernel::{
 use super::{
     ctxt::CallCtxt,
     frmr::{FrmrPool, MrFree},
-    recv::RecvRing,
+    recv::Endpoint,
     registry::{ConnAttrs, ConnView, Registry},
     sq::SendQueue,
     stats::{count, ConnStats, ConnStatsView},
@@ -36,41 +36,41 @@ use crate::{
     bindings,
     log::pr_warn_ratelimited,
     rdma::{
-        cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef},
+        cm::{CmEvent, CmEventKind, CmHandler, CmIdRef},
         dma::DmaDev,
         mr::MrLease,
-        owned::Backref,
-        qp::{Qp, QpEvent, QpEventHandler},
+        qp::{QpEvent, QpEventHandler},
         recv::RecvSlot,
         wr::Tally,
-        Cq, Device, Pd,
+        Pd,
     },
     sunrpc::{impl_has_svc_xprt, Flag, SvcXprt},
     sysfs::Dir,
 };
 
 /// The RDMA objects of a connection. The QP goes first, whatever the field
-/// order (`Drop`): then no completion refers to the receive ring, MRs or
-/// CQs. The id goes last (it keeps the device, on which the rest is mapped,
-/// from going). Some are only held here for the QP's sake (`_`-named) until
-/// the data path uses them.
+/// order (`Drop`): then no work request uses the MRs. The MRs go before the
+/// endpoint, whose PD they are on.
 pub(crate) struct Resources {
-    pub(crate) qp: Qp,
-    pub(crate) recv: RecvRing,
     pub(crate) frmrs: Option<FrmrPool>,
-    pub(crate) _send_cq: Cq,
-    pub(crate) _recv_cq: Cq,
-    pub(crate) pd: Pd,
-    pub(crate) cm_id: CmId,
+    /// The CM id, PD, CQs, QP and receive buffers.
+    pub(crate) ep: Endpoint,
     /// Send SGEs per work request the QP allows.
     pub(crate) send_sge: u32,
     /// SGEs per RDMA Read the device allows.
     pub(crate) read_sge: u32,
 }
 
+impl Resources {
+    /// The protection domain.
+    pub(crate) fn pd(&self) -> &Pd {
+        self.ep.pd()
+    }
+}
+
 impl Drop for Resources {
     fn drop(&mut self) {
-        self.qp.destroy();
+        self.ep.destroy();
     }
 }
 
@@ -85,14 +85,15 @@ struct CtxtPool {
 ///
 /// Its CM id and QP deliver their events to it ([`CmHandler`],
 /// [`QpEventHandler`]), each holding a count on `anchor` until
-/// [`Connection::free`] silences the id and destroys the QP; its drop waits
-/// for the counts (which, after `free`, it never has to).
+/// [`Connection::free`] silences the id and destroys the QP (the QP's count
+/// also covers the completions, which come with the connection); its drop
+/// waits for the counts (which, after `free`, it never has to).
 #[repr(C)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Connection {
     /// sunrpc's part (first: shared layout with [`super::Listener`]).
     xprt: SvcXprt,
-    /// Per-RPC contexts (before `res`: they unmap buffers on the device).
+    /// Per-RPC contexts (each keeps the device it maps on).
     #[pin]
     ctxts: SpinLock<CtxtPool>,
     /// Set once accept has built them.
@@ -373,7 +374,7 @@ impl Connection {
     /// to close (for `xpo_detach`, which sunrpc calls while closing).
     fn stop(&self) {
         if let Some(r) = self.res() {
-            r.qp.to_error();
+            r.ep.to_error();
         }
         self.close_pools();
     }
@@ -424,19 +425,12 @@ impl Connection {
         self.xprt.test_flag(Flag::Close)
     }
 
-    /// Drops every pooled context (on a failed accept, while the device is
-    /// still held).
-    pub(crate) fn clear_pools(&self) {
-        let free = core::mem::take(&mut self.ctxts.lock().free);
-        drop(free);
-    }
-
     /// Sets up the data path's pools once accept has built the resources:
     /// `sq_slots` send-queue slots, `ctxts` contexts (at most `max_ctxts`
     /// ever), and the FRMR pool's entries if any.
     pub(crate) fn init_pools(
         &self,
-        dev: &Device<'_>,
+        dev: &DmaDev,
         sq_slots: u32,
         ctxts: usize,
         max_ctxts: usize,
@@ -449,7 +443,7 @@ impl Connection {
         self.ready.lock().reads = reads;
         let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         for _ in 0..ctxts {
-            let c = CallCtxt::new(self.ctxt_dev(dev), self.ctxt_conn())?;
+            let c = CallCtxt::new(dev)?;
             free.push(c, GFP_KERNEL)?;
         }
         {
@@ -458,23 +452,6 @@ impl Connection {
             pool.free = free;
         }
         self.mr_free.reserve(mrs)
-    }
-
-    /// The device, for a context of the pool.
-    fn ctxt_dev(&self, dev: &Device<'_>) -> DmaDev {
-        // Pooled contexts drop before `res` (field order), whose CM id holds
-        // the device; posted ones come back first (`free` drains).
-        // SAFETY: so the device outlives the contexts.
-        unsafe { DmaDev::new(dev) }
-    }
-
-    /// The connection, for a context of its pool.
-    fn ctxt_conn(&self) -> Backref<Self> {
-        // As for the device (`ctxt_dev`), the contexts go before the
-        // connection, which is pinned; so do the clones `CallCtxt::with_conn`
-        // makes for the length of a call on one of the connection's paths.
-        // SAFETY: so the connection outlives them.
-        unsafe { Backref::new(self) }
     }
 
     /// Send-queue slots in all (the most one chain can hold).
@@ -543,8 +520,7 @@ impl Connection {
             }
             pool.total += 1;
         }
-        let dev = self.res().and_then(|r| r.cm_id.device());
-        let made = dev.map(|d| CallCtxt::new(self.ctxt_dev(&d), self.ctxt_conn()));
+        let made = self.res().map(|r| CallCtxt::new(r.ep.dma_dev()));
         match made {
             Some(Ok(c)) => Some(c),
             _ => {
@@ -625,12 +601,12 @@ impl Connection {
         if let Some(r) = conn.res() {
             // No CM event reaches the connection from here on (this waits
             // for a running handler).
-            r.cm_id.silence();
+            r.ep.id().silence();
             // Replies posted without waiting hold contexts that their last
             // completion returns to the pool: drain while the pool and the
             // send-queue accounting exist, before anything is dropped. Then
             // no completion or QP event runs any more.
-            r.qp.destroy();
+            r.ep.destroy();
         }
         // Calls whose Reads finished and that no thread picked up: their
         // contexts (and argument pages) go back while the pool exists.
@@ -648,7 +624,7 @@ impl Connection {
     pub(crate) fn detach(&self) {
         self.stop();
         if let Some(r) = self.res.as_ref() {
-            r.cm_id.disconnect();
+            r.ep.id().disconnect();
         }
     }
 }

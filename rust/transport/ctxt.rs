@@ -17,10 +17,7 @@
 
 use kernel::{prelude::*, sync::atomic::Atomic};
 
-use super::{
-    connection::Connection,
-    sq::{READS, REPLY},
-};
+use super::sq::{READS, REPLY};
 use crate::{
     bindings,
     proto::{
@@ -30,7 +27,7 @@ use crate::{
     rdma::{
         dma::{Dir, DmaDev, DmaMaps, MappedBuf},
         mr::MrLease,
-        owned::{Backref, Cqe, ERR},
+        owned::{Cqe, ERR},
         wr::Chain,
     },
     sunrpc::{HeldPages, Rqst},
@@ -82,8 +79,6 @@ pub(crate) struct CallCtxt {
     /// Completion of a chain's unsignaled requests, which come only when
     /// they fail or are flushed.
     pub(crate) err_cqe: Cqe<CallCtxt, ERR>,
-    /// The connection whose pool the context belongs to ([`CallCtxt::conn`]).
-    conn: Backref<Connection>,
     /// Send-queue slots the posted chain holds until its last completion.
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
@@ -96,8 +91,10 @@ const NO_PAYLOAD: Payload = Payload {
 };
 
 impl CallCtxt {
-    /// A context for `conn`'s pool on `dev`, its send buffer mapped.
-    pub(crate) fn new(dev: DmaDev, conn: Backref<Connection>) -> Result<KBox<Self>> {
+    /// A context whose send buffer and RPC mappings are on `dev`. Its
+    /// chains' completions come with the connection they were posted on
+    /// (`sq`), so it keeps no reference to its connection.
+    pub(crate) fn new(dev: &DmaDev) -> Result<KBox<Self>> {
         let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
         hdr.clear();
         let send_buf = MappedBuf::new(dev, SEND_SIZE as usize, Dir::ToDevice)?;
@@ -107,7 +104,7 @@ impl CallCtxt {
             next_write: 0,
             send_buf,
             chain: Chain::new(),
-            maps: DmaMaps::new(dev),
+            maps: DmaMaps::new(dev)?,
             mrs: KVec::new(),
             pages: HeldPages::new(),
             arg_pages: HeldPages::new(),
@@ -119,33 +116,11 @@ impl CallCtxt {
             reply_cqe: Cqe::for_chains(),
             read_cqe: Cqe::for_chains(),
             err_cqe: Cqe::for_errors(),
-            conn,
             sq_held: 0,
             status: Atomic::new(0),
         };
         // If the box cannot be allocated, `ctxt` drops and unmaps.
         Ok(KBox::new(ctxt, GFP_KERNEL)?)
-    }
-
-    /// The connection whose pool the context belongs to.
-    pub(crate) fn conn(&self) -> &Connection {
-        self.conn.get()
-    }
-
-    /// Calls `f` with the context's connection and the context itself,
-    /// which `f` may give away (to the pool, say) while it still uses the
-    /// connection.
-    pub(super) fn with_conn<R>(
-        this: KBox<Self>,
-        f: impl FnOnce(&Connection, KBox<Self>) -> R,
-    ) -> R {
-        // A context is handled only on its connection's own paths: its sunrpc
-        // operations (sunrpc holds the transport), its chains' completions
-        // (which `Connection::free` drains before the connection goes), and
-        // `free` itself. `f` runs on such a path, whatever it does with the
-        // context, and the clone goes with the call.
-        let conn = this.conn.clone();
-        f(conn.get(), this)
     }
 
     /// Forgets the previous RPC.

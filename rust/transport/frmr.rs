@@ -31,7 +31,10 @@ use kernel::prelude::*;
 use super::fair::FairPool;
 use crate::{
     bindings,
-    rdma::mr::{MrLease, MrTable},
+    rdma::{
+        dma::DmaDev,
+        mr::{MrLease, MrTable},
+    },
     sunrpc::PAGE_SIZE,
 };
 
@@ -108,13 +111,18 @@ pub(crate) struct FrmrPool {
 impl FrmrPool {
     /// A pool of entries for `credits` concurrent RPCs, each MR mapping up
     /// to `min(max_payload, device limit)` pages, within the device's MR
-    /// count. Allocates only the table: MRs come with first use
-    /// (`MrTable::map`).
-    pub(crate) fn new(credits: u32, max_fast_reg_page_list_len: u32, max_mr: u32) -> Result<Self> {
+    /// count, their pages mapped on `dev`. Allocates only the table: MRs
+    /// come with first use (`MrTable::map`).
+    pub(crate) fn new(
+        dev: DmaDev,
+        credits: u32,
+        max_fast_reg_page_list_len: u32,
+        max_mr: u32,
+    ) -> Result<Self> {
         let pages_per_mr = MAX_PAYLOAD_PAGES.min(max_fast_reg_page_list_len);
         let count = credits.saturating_mul(MRS_PER_CREDIT).min(max_mr).max(1);
         Ok(Self {
-            table: MrTable::new(count, pages_per_mr)?,
+            table: MrTable::new(dev, count, pages_per_mr)?,
         })
     }
 

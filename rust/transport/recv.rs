@@ -14,8 +14,8 @@ use crate::{
     rdma::recv::{RecvHandler, RecvSlot},
 };
 
-/// The receive buffers of a connection.
-pub(crate) type RecvRing = crate::rdma::recv::RecvRing<Connection>;
+/// A connection's RDMA objects, its receive buffers among them.
+pub(crate) type Endpoint = crate::rdma::endpoint::Endpoint<Connection>;
 
 impl RecvHandler for Connection {
     const BUF_SIZE: u32 = RECV_SIZE;

@@ -108,7 +108,7 @@ fn answer_busy(conn: &Connection, slot: RecvSlot) {
         return;
     };
     let err = res
-        .recv
+        .ep
         .message(&slot)
         .and_then(|m| answer_when_busy(m, &LIMITS));
     repost(conn, slot);
@@ -221,7 +221,7 @@ fn repost(conn: &Connection, slot: RecvSlot) {
     let Some(res) = conn.res() else {
         return;
     };
-    if res.recv.repost(&res.qp, slot).is_err() {
+    if res.ep.repost(slot).is_err() {
         conn.close();
     }
 }
@@ -238,7 +238,7 @@ fn receive(
         // Not reposted, as before: the connection has no resources yet.
         return Err(NoCall::Dropped);
     };
-    let Some(msg) = res.recv.message(&slot) else {
+    let Some(msg) = res.ep.message(&slot) else {
         repost(conn, slot);
         return Err(NoCall::Dropped);
     };

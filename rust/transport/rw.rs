@@ -105,7 +105,7 @@ fn build_reads(
                     // The argument pages stay allocated for the RPC, past
                     // the Reads' completion and the unmapping.
                     // SAFETY: so the pages outlive the mapping.
-                    let mapped = unsafe { pool.map(&res.pd, dev, lease, pages, n) };
+                    let mapped = unsafe { pool.map(res.pd(), dev, lease, pages, n) };
                     if pool.allocated() != allocated {
                         allocated = pool.allocated();
                         conn.frmr_changed();
@@ -132,8 +132,8 @@ fn build_reads(
         Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
             let key = match conn.info.model {
                 // Policy asked for the global rkey for this model only.
-                Model::DmaMrRemoteWrite => res.pd.global_rkey(),
-                _ => res.pd.local_dma_lkey(),
+                Model::DmaMrRemoteWrite => res.pd().global_rkey(),
+                _ => res.pd().local_dma_lkey(),
             };
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
             let CallCtxt { chain, maps, .. } = ctxt;
@@ -483,7 +483,12 @@ pub(super) fn build_writes(
     ranges: impl Iterator<Item = (u32, u32)>,
 ) -> Result<u32> {
     let res = conn.res().ok_or(ENOTCONN)?;
-    let mut w = ChunkWriter::new(chain, segs, res.send_sge as usize, res.pd.local_dma_lkey());
+    let mut w = ChunkWriter::new(
+        chain,
+        segs,
+        res.send_sge as usize,
+        res.pd().local_dma_lkey(),
+    );
     for (start, end) in ranges {
         rq.res_pieces(start as usize, end as usize, |piece| {
             // The context takes the Reply's pages before the chain is posted

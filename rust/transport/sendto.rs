@@ -215,7 +215,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     } else {
         None
     };
-    ctxt.send_inline(res.pd.local_dma_lkey(), total, invalidate)?;
+    ctxt.send_inline(res.pd().local_dma_lkey(), total, invalidate)?;
     if !ctxt.maps.is_empty() {
         // The Writes read the Reply's memory until they complete.
         rq.take_reply_pages(&mut ctxt.pages)?;
@@ -273,7 +273,7 @@ pub(super) fn build_error(
     };
     ctxt.chain.clear();
     ctxt.maps.unmap_all();
-    ctxt.send_inline(res.pd.local_dma_lkey(), len, None)?;
+    ctxt.send_inline(res.pd().local_dma_lkey(), len, None)?;
     count_error(conn, xid, code);
     Ok(true)
 }

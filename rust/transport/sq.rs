@@ -120,39 +120,36 @@ pub(crate) const REPLY: u64 = 0;
 pub(crate) const READS: u64 = 1;
 
 impl_chain_owner!(CallCtxt {
+    owner: Connection,
     errors: err_cqe => request_failed,
     REPLY => reply_cqe => reply_completed,
     READS => read_cqe => reads_completed,
 });
 
 /// An unsignaled request of a context's chain failed or was flushed.
-fn request_failed(ctxt: &CallCtxt, status: u32, vendor_err: u32) {
-    note_status(ctxt.conn(), &ctxt.status, status, vendor_err);
+fn request_failed(conn: &Connection, ctxt: &CallCtxt, status: u32, vendor_err: u32) {
+    note_status(conn, &ctxt.status, status, vendor_err);
 }
 
 /// The last request of a Reply's chain completed: the device is done with
 /// the Reply's memory, and the context goes back to the pool.
-fn reply_completed(ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
-    CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
-        note_status(conn, &ctxt.status, status, vendor_err);
-        conn.sq_release(core::mem::take(&mut ctxt.sq_held));
-        let first = ctxt.status.load(Acquire);
-        // A flush means the connection is already going down.
-        if first != 0 && first != bindings::IB_WC_WR_FLUSH_ERR {
-            conn.close();
-        }
-        conn.ctxt_put(ctxt);
-    });
+fn reply_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
+    note_status(conn, &ctxt.status, status, vendor_err);
+    conn.sq_release(core::mem::take(&mut ctxt.sq_held));
+    let first = ctxt.status.load(Acquire);
+    // A flush means the connection is already going down.
+    if first != 0 && first != bindings::IB_WC_WR_FLUSH_ERR {
+        conn.close();
+    }
+    conn.ctxt_put(ctxt);
 }
 
 /// The last request of a Call's Read chain completed: on to
 /// [`super::rw::reads_finished`].
-fn reads_completed(ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
-    CallCtxt::with_conn(ctxt, |conn, mut ctxt| {
-        note_status(conn, &ctxt.status, status, vendor_err);
-        conn.sq_release(core::mem::take(&mut ctxt.sq_held));
-        super::rw::reads_finished(conn, ctxt);
-    });
+fn reads_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
+    note_status(conn, &ctxt.status, status, vendor_err);
+    conn.sq_release(core::mem::take(&mut ctxt.sq_held));
+    super::rw::reads_finished(conn, ctxt);
 }
 
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
@@ -220,7 +217,7 @@ where
         );
         e
     };
-    match post_owned::<CallCtxt, ID>(&res.qp, ctxt, |c| &mut c.chain, || conn.close()) {
+    match post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close()) {
         Ok(()) => Ok(()),
         Err(PostError::Unposted(mut ctxt, e)) => {
             conn.sq_release(core::mem::take(&mut ctxt.sq_held));

@@ -8,6 +8,7 @@ pub(crate) mod cm;
 mod cq;
 mod device;
 pub(crate) mod dma;
+pub(crate) mod mapped;
 pub(crate) mod mr;
 pub(crate) mod owned;
 mod pd;

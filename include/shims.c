@@ -160,6 +160,16 @@ void svcrdma_rs_put_page(struct page *page)
 	put_page(page);
 }
 
+void svcrdma_rs_get_page(struct page *page)
+{
+	get_page(page);
+}
+
+struct page *svcrdma_rs_sg_page(struct scatterlist *sg)
+{
+	return sg_page(sg);
+}
+
 u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
 			    unsigned long offset, size_t size,
 			    enum dma_data_direction dir)

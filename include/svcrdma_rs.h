@@ -64,6 +64,8 @@ int svcrdma_rs_post_send_chain(struct ib_qp *qp, const struct ib_send_wr *wr,
 			       const struct ib_send_wr **bad_wr);
 void *svcrdma_rs_page_address(struct page *page);
 void svcrdma_rs_put_page(struct page *page);
+void svcrdma_rs_get_page(struct page *page);
+struct page *svcrdma_rs_sg_page(struct scatterlist *sg);
 u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
 			    unsigned long offset, size_t size,
 			    enum dma_data_direction dir);

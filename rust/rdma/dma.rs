@@ -68,11 +68,6 @@ impl DmaDev {
         Ok(Self(dev))
     }
 
-    /// Whether `other` refers to the same device.
-    pub(crate) fn is(&self, other: &DmaDev) -> bool {
-        self.0 == other.0
-    }
-
     /// The C object.
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_device {
         self.0.as_ptr()
@@ -230,11 +225,6 @@ impl DmaMaps {
             dev: dev.try_clone()?,
             maps: KVec::new(),
         })
-    }
-
-    /// The device the mappings are made on.
-    pub(crate) fn dev(&self) -> &DmaDev {
-        &self.dev
     }
 
     /// Maps `len` bytes at `offset` of `page` for `dir`; returns the bus

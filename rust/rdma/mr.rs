@@ -80,9 +80,19 @@ impl Drop for Mr {
 ///
 /// Made only by [`MrTable::issue`], once per entry of the table with id
 /// `table`: holding the lease is the only way to use entry `index`.
+/// `mapped` is set while the entry's scatterlist maps pages
+/// ([`MrTable::map`] until [`MrTable::unmap`] or [`MrTable::retire`]).
 pub(crate) struct MrLease {
     table: u64,
     index: u16,
+    mapped: bool,
+}
+
+impl MrLease {
+    /// Whether the entry maps pages, which must then stay allocated.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
+    }
 }
 
 /// Ids of tables, never reused.
@@ -98,6 +108,9 @@ struct Entry {
     sgl: UnsafeCell<KVec<bindings::scatterlist>>,
     /// Entries of `sgl` DMA-mapped on the table's device (`None`: none).
     mapped: UnsafeCell<Option<i32>>,
+    /// The entry holds a reference on each mapped page (a retired entry
+    /// whose MR could not be deregistered keeps its mapping).
+    pinned: UnsafeCell<bool>,
 }
 
 impl Entry {
@@ -136,8 +149,6 @@ impl Entry {
 /// entry's pages are mapped on `dev`.
 pub(crate) struct MrTable {
     id: u64,
-    /// The device the entries' pages are mapped on.
-    dev: DmaDev,
     entries: KVec<Entry>,
     pages_per_mr: u32,
     /// The leases were issued.
@@ -146,6 +157,9 @@ pub(crate) struct MrTable {
     allocated: Atomic<u32>,
     /// Entries retired.
     retired: Atomic<u32>,
+    /// The device the entries' pages are mapped on; last, so its count is
+    /// held while the entries' MRs are freed.
+    dev: DmaDev,
 }
 
 // SAFETY: an entry is used only by the holder of its lease (unique), on
@@ -192,6 +206,7 @@ impl MrTable {
                     retired: UnsafeCell::new(false),
                     sgl: UnsafeCell::new(KVec::new()),
                     mapped: UnsafeCell::new(None),
+                    pinned: UnsafeCell::new(false),
                 },
                 GFP_KERNEL,
             )?;
@@ -239,6 +254,7 @@ impl MrTable {
             let lease = MrLease {
                 table: self.id,
                 index: u16::try_from(i).map_err(|_| EINVAL)?,
+                mapped: false,
             };
             out.push_within_capacity(lease).map_err(|_| ENOMEM)?;
         }
@@ -255,27 +271,25 @@ impl MrTable {
 
     /// Maps `pages` (each `(page, offset, len)`, contiguous in the sink:
     /// only the first may start inside its page, only the last may end
-    /// inside it; `len` bytes in all) on `dev` (the table's device, else
-    /// `EINVAL`) into the MR of `lease`'s entry, for the device to write, and
-    /// gives the MR a fresh key. The entry's MR (on `pd`) and scatterlist are
-    /// allocated on its first use.
+    /// inside it; `len` bytes in all) on the table's device into the MR of
+    /// `lease`'s entry, for the device to write, and gives the MR a fresh
+    /// key. The entry's MR (on `pd`) and scatterlist are allocated on its
+    /// first use.
     ///
     /// # Safety
     ///
-    /// The pages must stay allocated until the mapping is undone
-    /// ([`MrTable::unmap`], [`MrTable::retire`]).
+    /// The pages must stay allocated while the lease is mapped
+    /// ([`MrLease::is_mapped`]): until [`MrTable::unmap`] or
+    /// [`MrTable::retire`] (which takes references of its own on the pages
+    /// when it cannot undo the mapping).
     pub(crate) unsafe fn map(
         &self,
         pd: &Pd,
-        dev: &DmaDev,
         lease: &mut MrLease,
         pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
         len: usize,
     ) -> Result<MrMapped> {
         let e = self.entry(lease).ok_or(EINVAL)?;
-        if !dev.is(&self.dev) {
-            return Err(EINVAL);
-        }
         let dev = &self.dev;
         // SAFETY: we hold the entry's lease (borrowed mutably): nobody else
         // touches it.
@@ -348,6 +362,7 @@ impl MrTable {
         // SAFETY: a live MR: `ib_map_mr_sg` set its iova, the key refresh
         // its lkey.
         let (iova, lkey) = unsafe { ((*mr).iova, (*mr).lkey) };
+        lease.mapped = true;
         Ok(MrMapped {
             mr,
             key,
@@ -375,25 +390,28 @@ impl MrTable {
         // SAFETY: we hold the lease (borrowed mutably).
         let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
         Entry::unmap(&self.dev, sgl, mapped);
+        lease.mapped = false;
     }
 
     /// Takes `lease`'s entry out of use for good, after a failed chain may
     /// have left its MR registered: deregisters the MR, then undoes the DMA
     /// mapping of its pages. If the device refuses to deregister, the entry
     /// keeps both until the table is dropped (the mapping must outlive any
-    /// translation the device still holds) and `EBUSY` says so. The lease
-    /// is used up either way.
+    /// translation the device still holds), with a reference of its own on
+    /// each mapped page (so the lease holder may put its pages), and
+    /// `EBUSY` says so. The lease is used up either way.
     pub(crate) fn retire(&self, lease: MrLease) -> Result {
         let Some(e) = self.entry(&lease) else {
             return Ok(());
         };
         // SAFETY: we hold the lease: nobody else touches the entry.
-        let (slot, retired, sgl, mapped) = unsafe {
+        let (slot, retired, sgl, mapped, pinned) = unsafe {
             (
                 &mut *e.mr.get(),
                 &mut *e.retired.get(),
                 &mut *e.sgl.get(),
                 &mut *e.mapped.get(),
+                &mut *e.pinned.get(),
             )
         };
         if !*retired {
@@ -407,11 +425,49 @@ impl MrTable {
             // SAFETY: so the MR is idle.
             if let Err(mr) = unsafe { mr.deregister() } {
                 *slot = Some(mr);
+                if let (Some(n), false) = (*mapped, *pinned) {
+                    for sg in sgl.iter_mut().take(n as usize) {
+                        // A mapped entry's page, kept by the lease holder
+                        // while the lease is mapped; the reference taken is
+                        // the entry's, put in `drop`.
+                        // SAFETY: so the page is live.
+                        unsafe { bindings::svcrdma_rs_get_page(bindings::svcrdma_rs_sg_page(sg)) };
+                    }
+                    *pinned = true;
+                }
                 return Err(EBUSY);
             }
         }
         // The device no longer translates through the MR (deregistered).
         Entry::unmap(&self.dev, sgl, mapped);
         Ok(())
+    }
+}
+
+impl Drop for MrTable {
+    fn drop(&mut self) {
+        for e in self.entries.iter_mut() {
+            let (slot, sgl, mapped, pinned) = (
+                e.mr.get_mut(),
+                e.sgl.get_mut(),
+                e.mapped.get_mut(),
+                e.pinned.get_mut(),
+            );
+            if !*pinned {
+                continue;
+            }
+            // An entry whose deregistration failed: its MR goes first (the
+            // QP that could use it is gone before the table, as for
+            // `Mr::drop`), then its mapping, then the pages it kept.
+            drop(slot.take());
+            let n = mapped.map_or(0, |n| n as usize);
+            Entry::unmap(&self.dev, sgl, mapped);
+            for sg in sgl.iter_mut().take(n) {
+                // SAFETY: the entry took a reference on each mapped page
+                // (`retire`), given up here.
+                unsafe { bindings::svcrdma_rs_put_page(bindings::svcrdma_rs_sg_page(sg)) };
+            }
+            *pinned = false;
+        }
     }
 }

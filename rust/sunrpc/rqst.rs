@@ -17,15 +17,24 @@ pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 /// Pages moved out of a request ([`Rqst::take_arg_pages`],
 /// [`Rqst::take_reply_pages`]), each with its reference, which is put when
 /// the value is cleared or dropped (or moved on by
-/// [`Rqst::install_arg_pages`]).
+/// [`Rqst::install_arg_pages`] and the `give_back_*` methods).
+///
+/// Pages taken from a Reply come with where the Reply's bytes lie in them
+/// ([`HeldPages::reply_pieces`]).
 ///
 /// # Invariants
 ///
-/// The value holds one reference on each page in it.
-pub(crate) struct HeldPages(KVec<*mut bindings::page>);
+/// The value holds one reference on each page in `pages`. `reply` is set
+/// only by [`Rqst::take_reply_pages`], together with the pages it fills,
+/// and cleared whenever they go: its page list is `pages[first..]`, and its
+/// head and tail lie in memory of those pages (see `take_reply_pages`).
+pub(crate) struct HeldPages {
+    pages: KVec<*mut bindings::page>,
+    reply: Option<ReplyLayout>,
+}
 
-// SAFETY: page references are not tied to a thread; `&HeldPages` gives
-// nothing.
+// SAFETY: page references are not tied to a thread; the pointers are only
+// read through `&HeldPages`.
 unsafe impl Send for HeldPages {}
 // SAFETY: as above.
 unsafe impl Sync for HeldPages {}
@@ -33,16 +42,88 @@ unsafe impl Sync for HeldPages {}
 impl HeldPages {
     /// No pages.
     pub(crate) const fn new() -> Self {
-        Self(KVec::new())
+        Self {
+            pages: KVec::new(),
+            reply: None,
+        }
+    }
+
+    /// How many pages are held.
+    pub(crate) fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no page is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// The `i`th page: one the value holds a reference on, so it stays
+    /// allocated until the value is cleared, dropped or emptied.
+    pub(crate) fn page(&self, i: usize) -> Option<*mut bindings::page> {
+        self.pages.get(i).copied()
     }
 
     /// Puts every page (storage kept).
     pub(crate) fn clear(&mut self) {
-        while let Some(page) = self.0.pop() {
+        self.reply = None;
+        while let Some(page) = self.pages.pop() {
             // SAFETY: the entry carried one of our references (invariant),
             // which leaves with it.
             unsafe { bindings::svcrdma_rs_put_page(page) };
         }
+    }
+
+    /// Forgets every page without putting it: the pages stay allocated for
+    /// good (for memory a device may still reach).
+    pub(crate) fn leak(&mut self) {
+        self.reply = None;
+        // INVARIANT: the references are given up, not put.
+        self.pages.clear();
+    }
+
+    /// Calls `f` on each contiguous piece of bytes `[start, end)` of the
+    /// Reply whose pages these are, in order. Every piece lies in memory of
+    /// pages this value holds. Fails if the pages are not a Reply's, or the
+    /// range is outside it.
+    pub(crate) fn reply_pieces(
+        &self,
+        start: usize,
+        end: usize,
+        f: impl FnMut(Piece) -> Result,
+    ) -> Result {
+        let r = self.reply.as_ref().ok_or(EINVAL)?;
+        // Page-list pieces are pages we hold; the head and tail lie in them
+        // too (invariant).
+        let page_at = |i: usize| r.first.checked_add(i).and_then(|j| self.page(j));
+        walk_reply(
+            r.head,
+            r.page_base,
+            r.page_len,
+            r.tail,
+            r.len,
+            page_at,
+            start,
+            end,
+            f,
+        )
+    }
+
+    /// Calls `f` on the bytes of each contiguous piece of `[start, end)` of
+    /// the Reply whose pages these are, in order.
+    pub(crate) fn reply_bytes(
+        &self,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(&[u8]) -> Result,
+    ) -> Result {
+        self.reply_pieces(start, end, |p| {
+            // The piece lies in pages we hold (`reply_pieces`), which stay
+            // while `self` is borrowed; nfsd no longer writes a Reply it
+            // handed to `xpo_sendto`, and the slice dies with `f`.
+            // SAFETY: so the memory stays valid and unchanged meanwhile.
+            f(unsafe { p.bytes() })
+        })
     }
 }
 
@@ -50,6 +131,75 @@ impl Drop for HeldPages {
     fn drop(&mut self) {
         self.clear();
     }
+}
+
+/// Where a Reply's bytes lie once its pages were taken: the head and tail
+/// kvecs, and the page list as indices into the taken pages.
+#[derive(Clone, Copy)]
+struct ReplyLayout {
+    head: (*mut u8, usize),
+    /// Index, among the taken pages, of the page list's first page.
+    first: usize,
+    page_base: usize,
+    page_len: usize,
+    tail: (*mut u8, usize),
+    /// The Reply's length (`rq_res.len`).
+    len: usize,
+}
+
+/// Calls `f` on each contiguous piece of `[start, end)` of a Reply made of
+/// `head`, `page_len` bytes of the page list from `page_base` (its `i`th
+/// page is `page_at(i)`) and `tail`, `len` bytes in all.
+#[allow(clippy::too_many_arguments)]
+fn walk_reply(
+    head: (*mut u8, usize),
+    page_base: usize,
+    page_len: usize,
+    tail: (*mut u8, usize),
+    len: usize,
+    page_at: impl Fn(usize) -> Option<*mut bindings::page>,
+    start: usize,
+    end: usize,
+    mut f: impl FnMut(Piece) -> Result,
+) -> Result {
+    if start > end || end > len {
+        return Err(EINVAL);
+    }
+    let mut at = 0usize;
+    // Head.
+    let (hs, he) = (at, at + head.1);
+    if start < he && end > hs {
+        let s = start.max(hs) - hs;
+        let e = end.min(he) - hs;
+        f(Piece::Virt(head.0.wrapping_add(s), e - s))?;
+    }
+    at = he;
+    // Pages.
+    let (ps, pe) = (at, at + page_len);
+    if start < pe && end > ps {
+        let mut pos = start.max(ps) - ps;
+        let stop = end.min(pe) - ps;
+        while pos < stop {
+            let abs = page_base + pos;
+            let off = abs % PAGE_SIZE;
+            let n = (PAGE_SIZE - off).min(stop - pos);
+            let page = page_at(abs / PAGE_SIZE).ok_or(EINVAL)?;
+            if page.is_null() {
+                return Err(EINVAL);
+            }
+            f(Piece::Page(page, off, n))?;
+            pos += n;
+        }
+    }
+    at = pe;
+    // Tail.
+    let (ts, te) = (at, at + tail.1);
+    if start < te && end > ts {
+        let s = start.max(ts) - ts;
+        let e = end.min(te) - ts;
+        f(Piece::Virt(tail.0.wrapping_add(s), e - s))?;
+    }
+    Ok(())
 }
 
 /// A request slot borrowed for one `xpo_*` call, whose transport context
@@ -197,20 +347,6 @@ impl<'a, C> Rqst<'a, C> {
         (!page.is_null()).then_some((page, offset % PAGE_SIZE))
     }
 
-    /// The pages of `len` bytes at `offset` of the argument buffer, as
-    /// `(page, offset in page, bytes)`.
-    pub(crate) fn arg_range(&self, offset: usize, len: usize) -> Result<ArgRange<'_, 'a, C>> {
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if end > self.arg_capacity() {
-            return Err(EMSGSIZE);
-        }
-        Ok(ArgRange {
-            rq: self,
-            at: offset,
-            end,
-        })
-    }
-
     /// Copies `src` into the argument buffer at `offset`.
     pub(crate) fn arg_write(&mut self, offset: usize, src: &[u8]) -> Result {
         self.arg_fill(offset, src.len(), |dst, at| {
@@ -264,7 +400,7 @@ impl<'a, C> Rqst<'a, C> {
         if n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
-        out.0.reserve(n, GFP_KERNEL)?;
+        out.pages.reserve(n, GFP_KERNEL)?;
         let r = self.r_mut();
         // All or nothing: every slot holds a page (sunrpc filled them).
         // SAFETY: `0..n` is within the argument pages (checked above).
@@ -276,7 +412,7 @@ impl<'a, C> Rqst<'a, C> {
             let slot = unsafe { &mut *r.rq_pages.add(i) };
             // Cannot fail: room for `n` was reserved above.
             // INVARIANT: the slot's reference moves to `out`.
-            if out.0.push_within_capacity(*slot).is_ok() {
+            if out.pages.push_within_capacity(*slot).is_ok() {
                 *slot = core::ptr::null_mut();
             }
         }
@@ -286,18 +422,40 @@ impl<'a, C> Rqst<'a, C> {
         Ok(())
     }
 
+    /// Gives `pages`, taken from this request by [`Rqst::take_arg_pages`]
+    /// and not used, back to the slots they came from (the first ones,
+    /// left empty since), as if they had never been taken; a page finding
+    /// no empty slot is put. Empties `pages`. The refill count the take
+    /// raised stays: sunrpc's refill (`alloc_pages_bulk`) only fills empty
+    /// slots.
+    pub(crate) fn give_back_arg_pages(&mut self, pages: &mut HeldPages) {
+        let cap = self.arg_capacity() / PAGE_SIZE;
+        pages.reply = None;
+        let r = self.r_mut();
+        for (i, page) in pages.pages.drain_all().enumerate() {
+            // SAFETY: `i` is within the argument pages when below `cap`.
+            match (i < cap).then(|| unsafe { &mut *r.rq_pages.add(i) }) {
+                // INVARIANT: the reference moves back to its slot.
+                Some(slot) if slot.is_null() => *slot = page,
+                // SAFETY: the entry carried one of our references.
+                _ => unsafe { bindings::svcrdma_rs_put_page(page) },
+            }
+        }
+    }
+
     /// Puts `pages` (taken by [`Rqst::take_arg_pages`] from another
     /// request, and filled) at the start of this request's argument
     /// buffer, releasing the pages they replace, and points the argument
     /// `xdr_buf` at them. Empties `pages`.
     pub(crate) fn install_arg_pages(&mut self, pages: &mut HeldPages) -> Result {
-        let n = pages.0.len();
+        let n = pages.pages.len();
         if n == 0 || n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
         let r = self.r_mut();
+        pages.reply = None;
         // INVARIANT: each reference moves from `pages` to its slot.
-        for (i, page) in pages.0.drain_all().enumerate() {
+        for (i, page) in pages.pages.drain_all().enumerate() {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
             if !slot.is_null() {
@@ -348,11 +506,18 @@ impl<'a, C> Rqst<'a, C> {
     }
 
     /// Moves the Reply's pages (`rq_respages` up to `rq_next_page`: head,
-    /// page list and tail) into `out`, each with the reference the request
-    /// held, leaving their slots empty: sunrpc then neither releases them
-    /// nor reuses them, and refills the slots for the next request. The
-    /// Reply's memory stays valid until whoever holds `out` puts the pages.
+    /// page list and tail) into `out`, which must hold none, each with the
+    /// reference the request held, leaving their slots empty: sunrpc then
+    /// neither releases them nor reuses them, and refills the slots for the
+    /// next request. `out` also records where the Reply's bytes lie in them
+    /// ([`HeldPages::reply_pieces`]): the Reply's memory stays valid until
+    /// whoever holds `out` puts the pages. All or nothing: fails, taking
+    /// nothing, if a slot is empty.
     pub(crate) fn take_reply_pages(&mut self, out: &mut HeldPages) -> Result {
+        if !out.is_empty() {
+            return Err(EINVAL);
+        }
+        out.reply = None;
         let r = self.r_mut();
         if r.rq_respages.is_null() || r.rq_next_page.is_null() {
             return Ok(());
@@ -361,19 +526,72 @@ impl<'a, C> Rqst<'a, C> {
         // `rq_next_page` within it).
         let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        out.0.reserve(n, GFP_KERNEL)?;
+        // SAFETY: `0..n` is below `rq_next_page`, inside the array.
+        if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
+            return Err(EINVAL);
+        }
+        out.pages.reserve(n, GFP_KERNEL)?;
+        let res = &r.rq_res;
+        // Where the page list starts among the taken pages, if it lies in
+        // them (it is `rq_respages + 1` as `svc_process` sets it up).
+        let base = r.rq_respages as usize;
+        let size = core::mem::size_of::<*mut bindings::page>();
+        let first = (res.pages as usize)
+            .checked_sub(base)
+            .filter(|d| d % size == 0 && d / size <= n)
+            .map_or(usize::MAX, |d| d / size);
+        // The head and tail lie in pages of the Reply, so in the pages
+        // taken here: `svc_process` points the head at the start of
+        // `rq_respages[0]` (`svc.c`), and the XDR encoder (`xdr.c`,
+        // `xdr_write_pages`, `xdr_get_next_encode_buffer`) places the tail
+        // at its current position, in the head's page or in an encode page
+        // from the page list, both below `rq_next_page`; the C transport
+        // relies on the same when it maps them with `virt_to_page` and
+        // keeps exactly these pages (`svc_rdma_save_io_pages`). With no page
+        // taken there is no layout, and no piece to map.
+        let layout = (n > 0).then_some(ReplyLayout {
+            head: (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len),
+            first,
+            page_base: res.page_base as usize,
+            page_len: res.page_len as usize,
+            tail: (res.tail[0].iov_base.cast::<u8>(), res.tail[0].iov_len),
+            len: res.len as usize,
+        });
         for i in 0..n {
             // SAFETY: `i` is below `rq_next_page`, inside the array.
             let slot = unsafe { &mut *r.rq_respages.add(i) };
-            if slot.is_null() {
-                continue;
-            }
             // Room was reserved above.
             // INVARIANT: the slot's reference moves to `out`.
-            out.0.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            out.pages.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
             *slot = core::ptr::null_mut();
         }
+        // INVARIANT: the layout of the Reply whose pages were just taken.
+        out.reply = layout;
         Ok(())
+    }
+
+    /// Gives `pages`, taken from this request by [`Rqst::take_reply_pages`]
+    /// and not used, back to the slots they came from (left empty since),
+    /// as if they had never been taken; a page finding no empty slot is
+    /// put. Empties `pages`.
+    pub(crate) fn give_back_reply_pages(&mut self, pages: &mut HeldPages) {
+        pages.reply = None;
+        let r = self.r_mut();
+        let n = if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+            0
+        } else {
+            // SAFETY: both point into the `rq_respages` array.
+            usize::try_from(unsafe { r.rq_next_page.offset_from(r.rq_respages) }).unwrap_or(0)
+        };
+        for (i, page) in pages.pages.drain_all().enumerate() {
+            // SAFETY: `i` is below `rq_next_page` when below `n`.
+            match (i < n).then(|| unsafe { &mut *r.rq_respages.add(i) }) {
+                // INVARIANT: the reference moves back to its slot.
+                Some(slot) if slot.is_null() => *slot = page,
+                // SAFETY: the entry carried one of our references.
+                _ => unsafe { bindings::svcrdma_rs_put_page(page) },
+            }
+        }
     }
 
     /// The Reply's length.
@@ -403,85 +621,21 @@ impl<'a, C> Rqst<'a, C> {
         &self,
         start: usize,
         end: usize,
-        mut f: impl FnMut(Piece) -> Result,
+        f: impl FnMut(Piece) -> Result,
     ) -> Result {
         let res = &self.r().rq_res;
-        if start > end || end > res.len as usize {
-            return Err(EINVAL);
-        }
         let head = (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len);
-        let pages_len = res.page_len as usize;
         let tail = (res.tail[0].iov_base.cast::<u8>(), res.tail[0].iov_len);
-        let mut at = 0usize;
-        // Head.
-        let (hs, he) = (at, at + head.1);
-        if start < he && end > hs {
-            let s = start.max(hs) - hs;
-            let e = end.min(he) - hs;
-            // SAFETY: within the head kvec.
-            f(Piece::Virt(unsafe { head.0.add(s) }, e - s))?;
-        }
-        at = he;
-        // Pages.
-        let (ps, pe) = (at, at + pages_len);
-        if start < pe && end > ps {
-            let mut pos = start.max(ps) - ps;
-            let stop = end.min(pe) - ps;
-            let base = res.page_base as usize;
-            while pos < stop {
-                let abs = base + pos;
-                let off = abs % PAGE_SIZE;
-                let n = (PAGE_SIZE - off).min(stop - pos);
-                // SAFETY: the page list covers `page_base + page_len` bytes.
-                let page = unsafe { *res.pages.add(abs / PAGE_SIZE) };
-                if page.is_null() {
-                    return Err(EINVAL);
-                }
-                f(Piece::Page(page, off, n))?;
-                pos += n;
-            }
-        }
-        at = pe;
-        // Tail.
-        let (ts, te) = (at, at + tail.1);
-        if start < te && end > ts {
-            let s = start.max(ts) - ts;
-            let e = end.min(te) - ts;
-            // SAFETY: within the tail kvec.
-            f(Piece::Virt(unsafe { tail.0.add(s) }, e - s))?;
-        }
-        Ok(())
-    }
-}
-
-/// Iterator of [`Rqst::arg_range`].
-pub(crate) struct ArgRange<'r, 'a, C> {
-    rq: &'r Rqst<'a, C>,
-    at: usize,
-    end: usize,
-}
-
-// Not derived: that would ask `C: Clone`.
-impl<C> Clone for ArgRange<'_, '_, C> {
-    fn clone(&self) -> Self {
-        Self {
-            rq: self.rq,
-            at: self.at,
-            end: self.end,
-        }
-    }
-}
-
-impl<C> Iterator for ArgRange<'_, '_, C> {
-    type Item = (*mut bindings::page, usize, usize);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.end {
-            return None;
-        }
-        let (page, off) = self.rq.arg_page(self.at)?;
-        let n = (PAGE_SIZE - off).min(self.end - self.at);
-        self.at += n;
-        Some((page, off, n))
+        let page_base = res.page_base as usize;
+        let page_len = res.page_len as usize;
+        let pages = res.pages;
+        let page_at = |i: usize| {
+            // The walk asks only for pages holding bytes of
+            // `[page_base, page_base + page_len)`.
+            // SAFETY: the page list covers `page_base + page_len` bytes.
+            Some(unsafe { *pages.add(i) })
+        };
+        let len = res.len as usize;
+        walk_reply(head, page_base, page_len, tail, len, page_at, start, end, f)
     }
 }

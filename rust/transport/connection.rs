@@ -533,14 +533,15 @@ impl Connection {
     /// Gives a context back.
     pub(crate) fn ctxt_put(&self, mut c: KBox<CallCtxt>) {
         c.reset();
-        if !c.mrs.is_empty() {
+        if !c.args.mrs().is_empty() {
             // Cannot happen: a Call's Read chain releases or retires every
             // MR it takes (`rw::reads_finished`). Were one still held, it might be registered, and
             // this may run in completion context, where it cannot be
             // deregistered: the connection closes and the entries stay out
-            // of the pool, mapped, until the pool drops after the QP.
+            // of the pool, mapped, until the pool drops after the QP (the
+            // Call's pages they map are leaked, never put).
             self.close();
-            c.mrs.clear();
+            c.args.drop_mrs();
         }
         let mut pool = self.ctxts.lock();
         // Capacity for the bound was reserved at creation.

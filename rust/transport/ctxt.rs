@@ -25,12 +25,12 @@ use crate::{
         layout::Payload,
     },
     rdma::{
-        dma::{Dir, DmaDev, DmaMaps, MappedBuf},
-        mr::MrLease,
+        dma::{Dir, DmaDev, MappedBuf},
+        mapped::MappedPages,
         owned::{Cqe, ERR},
         wr::Chain,
     },
-    sunrpc::{HeldPages, Rqst},
+    sunrpc::Rqst,
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
@@ -55,15 +55,13 @@ pub(crate) struct CallCtxt {
     pub(crate) send_buf: MappedBuf,
     /// Work requests being built.
     pub(crate) chain: Chain,
-    /// DMA mappings of this RPC's data pages.
-    pub(crate) maps: DmaMaps,
-    /// FRMR pool entries this RPC holds.
-    pub(crate) mrs: KVec<MrLease>,
-    /// The Reply's pages, taken from nfsd while its Writes are in flight.
-    pub(crate) pages: HeldPages,
     /// The Call's pages while its RDMA Reads are in flight and until an
-    /// nfsd thread picks the Call up (`rw::post_reads`).
-    pub(crate) arg_pages: HeldPages,
+    /// nfsd thread picks the Call up (`rw::post_reads`), with the Reads'
+    /// mappings of them and the FRMR pool entries this RPC holds.
+    pub(crate) args: MappedPages,
+    /// The Reply's pages, taken from nfsd while its Writes are in flight,
+    /// with the Writes' mappings of them.
+    pub(crate) reply: MappedPages,
     /// The Call's length, once its Reads complete.
     pub(crate) call_len: usize,
     /// Where the Call's Read chunks start, and how many there are: only
@@ -104,10 +102,8 @@ impl CallCtxt {
             next_write: 0,
             send_buf,
             chain: Chain::new(),
-            maps: DmaMaps::new(dev)?,
-            mrs: KVec::new(),
-            pages: HeldPages::new(),
-            arg_pages: HeldPages::new(),
+            args: MappedPages::new(dev)?,
+            reply: MappedPages::new(dev)?,
             call_len: 0,
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             read_dst: [0; MAX_READ_CHUNKS],
@@ -129,7 +125,6 @@ impl CallCtxt {
         self.payloads = [NO_PAYLOAD; MAX_WRITE_CHUNKS];
         self.next_write = 0;
         self.chain.clear();
-        self.maps.unmap_all();
         self.put_pages();
         self.call_len = 0;
         #[cfg(svcrdma_mutant = "corrupt_read_sink")]
@@ -138,11 +133,11 @@ impl CallCtxt {
         }
     }
 
-    /// Gives back the Reply and Call pages the context holds (the device
-    /// is done with them: their mappings were undone first).
+    /// Undoes the mappings of the Reply and Call pages the context holds
+    /// and gives the pages back (the device is done with them).
     fn put_pages(&mut self) {
-        self.pages.clear();
-        self.arg_pages.clear();
+        self.reply.clear();
+        self.args.clear();
     }
 
     /// Appends to the chain the Send of the send buffer's first `len`
@@ -163,7 +158,6 @@ impl CallCtxt {
 
 impl Drop for CallCtxt {
     fn drop(&mut self) {
-        self.maps.unmap_all();
         self.put_pages();
         // The send buffer unmaps as it drops: no work request uses it, as a
         // posted Reply holds its context until its last completion, and

@@ -141,7 +141,7 @@ fn answer_busy(conn: &Connection, slot: RecvSlot) {
 /// A Call whose RDMA Reads completed, picked up by this thread: its pages
 /// go into `rq`, and the Call to nfsd. Returns its length (0: none).
 fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) -> usize {
-    if rq.install_arg_pages(&mut ctxt.arg_pages).is_err() {
+    if ctxt.args.install_args(rq).is_err() {
         conn.ctxt_put(ctxt);
         return 0;
     }

@@ -33,11 +33,8 @@ use crate::{
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
-    rdma::{
-        dma::{Dir, DmaMaps},
-        wr::Chain,
-    },
-    sunrpc::{Piece, PAGE_SIZE},
+    rdma::{dma::Dir, mapped::MappedPages, wr::Chain},
+    sunrpc::PAGE_SIZE,
 };
 
 /// SGEs of one work request, at most.
@@ -72,11 +69,11 @@ pub(super) fn budget(conn: &Connection) -> Option<Budget> {
 
 /// Reads `chunk` (one Read chunk's segments, in order) from the client
 /// into the argument buffer at `dst`, adding the work to `ctxt`'s chain
-/// (FRMR registrations and Reads). Under FRMR, the MRs must have been taken
-/// into `ctxt.mrs` already; `next_mr` is the first one not used yet.
+/// (FRMR registrations and Reads). The Call's pages must have been taken
+/// into `ctxt.args` already, and under FRMR the MRs too; `next_mr` is the
+/// first one not used yet.
 fn build_reads(
     conn: &Connection,
-    rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
     chunk: ReadList<'_>,
     mut dst: usize,
@@ -92,20 +89,15 @@ fn build_reads(
             let pool = &res.frmrs.as_ref().ok_or(EINVAL)?.table;
             let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
             let mut allocated = pool.allocated();
-            let dev = ctxt.maps.dev();
             for seg in chunk.iter() {
                 let mut done = 0usize;
                 let len = seg.length as usize;
                 while done < len {
                     let at = dst + done;
                     let n = frmr_piece(at, len - done, max_bytes);
-                    let lease = ctxt.mrs.get_mut(*next_mr).ok_or(EINVAL)?;
+                    let k = *next_mr;
                     *next_mr += 1;
-                    let pages = rq.arg_range(at, n)?;
-                    // The argument pages stay allocated for the RPC, past
-                    // the Reads' completion and the unmapping.
-                    // SAFETY: so the pages outlive the mapping.
-                    let mapped = unsafe { pool.map(res.pd(), dev, lease, pages, n) };
+                    let mapped = ctxt.args.map_mr(pool, res.pd(), k, at, n);
                     if pool.allocated() != allocated {
                         allocated = pool.allocated();
                         conn.frmr_changed();
@@ -136,17 +128,15 @@ fn build_reads(
                 _ => res.pd().local_dma_lkey(),
             };
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
-            let CallCtxt { chain, maps, .. } = ctxt;
+            let CallCtxt { chain, args, .. } = ctxt;
             for seg in chunk.iter() {
                 let mut sges = [bindings::ib_sge::default(); MAX_SGE];
                 let mut count = 0usize;
                 let mut wr_start = 0u64;
                 let mut wr_len = 0u64;
                 let mut placed = 0usize;
-                for (page, off, len) in rq.arg_range(dst, seg.length as usize)? {
+                args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
                     placed += len;
-                    // SAFETY: argument pages stay allocated for the RPC.
-                    let addr = unsafe { maps.map_page(page, off, len, Dir::FromDevice) }?;
                     if let Some(s) = sges.get_mut(count) {
                         *s = bindings::ib_sge {
                             addr,
@@ -167,7 +157,8 @@ fn build_reads(
                         wr_len = 0;
                         count = 0;
                     }
-                }
+                    Ok(())
+                })?;
                 if placed != seg.length as usize {
                     return Err(EMSGSIZE);
                 }
@@ -192,7 +183,8 @@ fn build_reads(
 /// the Call against [`budget`]. On success `ctxt` holds the Read chain,
 /// the MRs and mappings it uses, and the Call's argument pages, taken from
 /// `rq` (for [`super::sq::post_reads`]); on failure the connection is
-/// closing, and the Call's MRs are retired ([`retire_mrs`]).
+/// closing, the Call's MRs are retired ([`retire_mrs`]) and its pages go
+/// back to `rq`.
 pub(super) fn prepare_reads(
     conn: &Connection,
     rq: &mut Rq<'_>,
@@ -201,14 +193,15 @@ pub(super) fn prepare_reads(
     call_len: usize,
 ) -> Result {
     ctxt.chain.clear();
-    let built = build_chain(conn, rq, ctxt, chunks).and_then(|()| {
-        // The pages the Reads fill go with the context; the Call is
-        // picked up, in them, by whichever thread comes next.
-        rq.take_arg_pages(call_len.div_ceil(PAGE_SIZE), &mut ctxt.arg_pages)
-    });
-    if let Err(e) = built {
-        ctxt.maps.unmap_all();
+    // The pages the Reads fill go with the context, before anything maps
+    // them; the Call is picked up, in them, by whichever thread comes next.
+    ctxt.args.take_args(rq, call_len.div_ceil(PAGE_SIZE))?;
+    if let Err(e) = build_chain(conn, ctxt, chunks) {
+        ctxt.args.unmap();
         retire_mrs(conn, ctxt);
+        // Not read into: they go back where they were taken from (left
+        // with the context if an MR still maps them, which cannot be).
+        let _ = ctxt.args.give_back_args(rq);
         return Err(e);
     }
     ctxt.call_len = call_len;
@@ -231,7 +224,7 @@ pub(super) fn prepare_reads(
 /// its MRs ([`retire_mrs`]) and closes the connection; the Call is dropped.
 /// Runs in the CQ's work item (process context) or in the posting thread.
 pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
-    ctxt.maps.unmap_all();
+    ctxt.args.unmap();
     let status = ctxt.status.load(Acquire);
     if status == 0 {
         release_mrs(conn, &mut ctxt);
@@ -253,7 +246,6 @@ pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
 /// Takes the Call's MRs and builds its Read chain.
 fn build_chain(
     conn: &Connection,
-    rq: &Rq<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
@@ -273,11 +265,11 @@ fn build_chain(
                 dst += len;
             }
         }
-        conn.mrs_take(need, &mut ctxt.mrs)?;
+        conn.mrs_take(need, ctxt.args.mrs_mut()?)?;
     }
     let mut next_mr = 0usize;
     for &(chunk, dst) in chunks.iter().flatten() {
-        build_reads(conn, rq, ctxt, chunk, dst, &mut next_mr)?;
+        build_reads(conn, ctxt, chunk, dst, &mut next_mr)?;
     }
     add_invalidations(conn, ctxt)
 }
@@ -300,7 +292,7 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
     {
         return Ok(());
     }
-    for lease in ctxt.mrs.iter() {
+    for lease in ctxt.args.mrs() {
         if let Some(key) = pool.table.lkey(lease) {
             ctxt.chain.local_inv(key)?;
         }
@@ -329,10 +321,11 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
 /// The entries never go back to the free list (quarantined); the
 /// connection is closing, so no other Call misses them. If a device fails
 /// the deregistration, the entry keeps its MR and its DMA mapping until
-/// the connection is freed (the pages still go back to nfsd; then only the
-/// QP in error protects them, see `security.rst`).
+/// the connection is freed (the pages still go back to nfsd, but the entry
+/// holds a reference of its own on each, so they are not freed while
+/// mapped; then only the QP in error protects them, see `security.rst`).
 fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
-    if ctxt.mrs.is_empty() {
+    if ctxt.args.mrs().is_empty() {
         return;
     }
     conn.close();
@@ -342,15 +335,9 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     let Some(pool) = res.frmrs.as_ref() else {
         return;
     };
-    let count = ctxt.mrs.len();
-    let mut kept = 0usize;
-    // Not given back: retired entries are never used again.
-    while let Some(lease) = ctxt.mrs.pop() {
-        // Nothing that uses its MR is in flight or will be posted (above).
-        if pool.table.retire(lease).is_err() {
-            kept += 1;
-        }
-    }
+    // Not given back: retired entries are never used again. Nothing that
+    // uses their MRs is in flight or will be posted (above).
+    let (count, kept) = ctxt.args.retire_mrs(&pool.table);
     if kept > 0 {
         pr_warn_ratelimited!(
             "connection {}: could not deregister {} memory regions after a failed RDMA Read; they stay until the connection is freed\n",
@@ -378,10 +365,10 @@ fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
         return;
     };
     // Their Reads and invalidations completed.
-    for lease in ctxt.mrs.iter_mut() {
-        pool.table.unmap(lease);
+    ctxt.args.unmap_mrs(&pool.table);
+    if let Ok(mrs) = ctxt.args.mrs_mut() {
+        conn.mrs_give(mrs);
     }
-    conn.mrs_give(&mut ctxt.mrs);
 }
 
 /// Accumulates RDMA Writes of local bytes into a chunk's segments.
@@ -473,12 +460,12 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
 }
 
 /// Adds RDMA Writes of Reply bytes `ranges` (in order) into the chunk whose
-/// segments are `segs`. Returns the bytes written.
+/// segments are `segs`, from the Reply's pages, which `reply` holds (taken
+/// by `sendto::build_reply`). Returns the bytes written.
 pub(super) fn build_writes(
     conn: &Connection,
-    rq: &Rq<'_>,
     chain: &mut Chain,
-    maps: &mut DmaMaps,
+    reply: &mut MappedPages,
     segs: impl Iterator<Item = Segment>,
     ranges: impl Iterator<Item = (u32, u32)>,
 ) -> Result<u32> {
@@ -490,17 +477,8 @@ pub(super) fn build_writes(
         res.pd().local_dma_lkey(),
     );
     for (start, end) in ranges {
-        rq.res_pieces(start as usize, end as usize, |piece| {
-            // The context takes the Reply's pages before the chain is posted
-            // (`sendto::build_reply`) and keeps them until it completes.
-            // SAFETY: so the Reply's memory outlives the mapping.
-            let addr = unsafe {
-                match piece {
-                    Piece::Virt(p, l) => maps.map_virt(p, l, Dir::ToDevice),
-                    Piece::Page(page, off, l) => maps.map_page(page, off, l, Dir::ToDevice),
-                }
-            }?;
-            w.add(addr, piece.len() as u32)
+        reply.map_reply(start as usize, end as usize, |addr, len| {
+            w.add(addr, len as u32)
         })?;
     }
     w.finish()

@@ -107,6 +107,29 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
 /// pages from the request if Writes read them. Returns the Reply's length.
 fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
     let res = conn.res().ok_or(ENOTCONN)?;
+    let built = compose(conn, rq, ctxt).and_then(|(len, total, invalidate)| {
+        ctxt.send_inline(res.pd().local_dma_lkey(), total, invalidate)
+            .map(|()| len)
+    });
+    if built.is_err() || !ctxt.reply.is_mapped() {
+        // No Writes read the Reply (none built, or dropped, or nothing is
+        // posted): if its pages were taken for them, they go back to the
+        // request, as if never taken.
+        ctxt.reply.unmap();
+        let _ = ctxt.reply.give_back_reply(rq);
+    }
+    built
+}
+
+/// Builds the Reply's Writes in `ctxt`'s chain and its transport header and
+/// inline part in the send buffer; the Reply's pages go into the context
+/// first if Writes may read them. Returns the Reply's length, the bytes to
+/// send, and the key the Send invalidates, if any.
+fn compose(
+    conn: &Connection,
+    rq: &mut Rq<'_>,
+    ctxt: &mut CallCtxt,
+) -> Result<(usize, usize, Option<u32>)> {
     let credits = conn.info.credits;
     // Mutant credits_off_by_one: a Reply grants one credit more than the connection has.
     #[cfg(svcrdma_mutant = "credits_off_by_one")]
@@ -120,13 +143,22 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     let CallCtxt {
         hdr,
         chain,
-        maps,
+        reply: pages,
         send_buf,
         ..
     } = &mut *ctxt;
     let call = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
     chain.clear();
-    maps.unmap_all();
+    pages.clear();
+    // Writes map the Reply's memory, which must stay until they complete:
+    // if the Call lets any be built (a Write chunk for a payload, or a
+    // Reply chunk), the context takes the Reply's pages before mapping
+    // them (`build_reply` gives them back if none is).
+    let nwrites = call.writes.len().min(MAX_WRITE_CHUNKS);
+    let writes = call.reply.is_some() || payloads[..nwrites].iter().any(|p| p.len > 0);
+    if writes {
+        pages.take_reply(rq)?;
+    }
     // Write chunk payloads.
     let mut written = [0u32; MAX_WRITE_CHUNKS];
     for (k, chunk) in call.writes.iter().enumerate().take(MAX_WRITE_CHUNKS) {
@@ -135,9 +167,8 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
             continue;
         }
         let range = core::iter::once((p.position, p.position + p.len));
-        written[k] = rw::build_writes(conn, rq, chain, maps, chunk.segments(), range)?;
+        written[k] = rw::build_writes(conn, chain, pages, chunk.segments(), range)?;
     }
-    let nwrites = call.writes.len().min(MAX_WRITE_CHUNKS);
 
     // Inline if it fits the client's receive buffer.
     let limit = max_inline_reply(&conn.info.client) as usize;
@@ -152,18 +183,24 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     .map_err(|_| EMSGSIZE)?;
     let (total, how) = if msg_hdr + inline_len as usize <= limit {
         let mut at = msg_hdr;
+        let mut copy = |b: &[u8]| {
+            let dst = send_buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
+            dst.copy_from_slice(b);
+            at += b.len();
+            Ok(())
+        };
         for (s, e) in reply_regions(len, &payloads).map_err(|_| EINVAL)? {
-            rq.res_bytes(s as usize, e as usize, |b| {
-                let dst = send_buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
-                dst.copy_from_slice(b);
-                at += b.len();
-                Ok(())
-            })?;
+            // From wherever the Reply's pages are now.
+            if writes {
+                pages.reply_bytes(s as usize, e as usize, &mut copy)?;
+            } else {
+                rq.res_bytes(s as usize, e as usize, &mut copy)?;
+            }
         }
         (at, Sent::Msg)
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
         let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
-        let n = rw::build_writes(conn, rq, chain, maps, reply.segments(), regions)?;
+        let n = rw::build_writes(conn, chain, pages, reply.segments(), regions)?;
         let len = encode_reply(
             &mut send_buf[..],
             credits,
@@ -182,7 +219,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
             limit
         );
         chain.clear();
-        maps.unmap_all();
+        pages.unmap();
         let len = encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
         (len, Sent::Error(ERR_CHUNK))
     };
@@ -200,7 +237,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
                 wrs
             );
             chain.clear();
-            maps.unmap_all();
+            pages.unmap();
             let len =
                 encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
             (len, Sent::Error(ERR_CHUNK))
@@ -215,12 +252,7 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
     } else {
         None
     };
-    ctxt.send_inline(res.pd().local_dma_lkey(), total, invalidate)?;
-    if !ctxt.maps.is_empty() {
-        // The Writes read the Reply's memory until they complete.
-        rq.take_reply_pages(&mut ctxt.pages)?;
-    }
-    Ok(len as usize)
+    Ok((len as usize, total, invalidate))
 }
 
 /// How a Reply goes: its transport header's procedure.
@@ -272,7 +304,7 @@ pub(super) fn build_error(
         return Ok(false);
     };
     ctxt.chain.clear();
-    ctxt.maps.unmap_all();
+    ctxt.reply.unmap();
     ctxt.send_inline(res.pd().local_dma_lkey(), len, None)?;
     count_error(conn, xid, code);
     Ok(true)

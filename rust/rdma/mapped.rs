@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pages lent to the device: one RPC's pages held together with every DMA
+//! mapping made of them ([`MappedPages`]), so that no mapping outlives the
+//! memory it maps.
+//!
+//! Pages come in first (taken from the nfsd request), mappings are made
+//! only of pages the value holds, and the pages leave (put, or given to a
+//! request) only once nothing maps them. Under FRMR the mappings live in
+//! MR table entries, named by the leases the value holds.
+
+use kernel::prelude::*;
+
+use super::{
+    dma::{Dir, DmaDev, DmaMaps},
+    mr::{MrLease, MrMapped, MrTable},
+    Pd,
+};
+use crate::sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE};
+
+/// One RPC's pages (a Call's Read sink or a Reply's Write source) with the
+/// mappings of them: DMA mappings, and the FRMR leases whose entries map
+/// them.
+///
+/// # Invariants
+///
+/// Every mapping in `maps`, and every mapped lease in `mrs`, maps memory
+/// of pages held in `pages`. The pages leave `pages` only while neither
+/// exists; if a mapped lease leaves `mrs` by any other way than
+/// [`MrTable::unmap`] or [`MrTable::retire`], the pages are leaked first.
+pub(crate) struct MappedPages {
+    maps: DmaMaps,
+    mrs: KVec<MrLease>,
+    pages: HeldPages,
+}
+
+impl MappedPages {
+    /// Nothing held, for mappings on `dev` (which the value counts).
+    pub(crate) fn new(dev: &DmaDev) -> Result<Self> {
+        Ok(Self {
+            maps: DmaMaps::new(dev)?,
+            mrs: KVec::new(),
+            pages: HeldPages::new(),
+        })
+    }
+
+    fn mr_mapped(&self) -> bool {
+        self.mrs.iter().any(MrLease::is_mapped)
+    }
+
+    /// Whether anything maps the pages.
+    pub(crate) fn is_mapped(&self) -> bool {
+        !self.maps.is_empty() || self.mr_mapped()
+    }
+
+    /// Fails unless nothing maps the pages (they may leave then).
+    fn idle(&self) -> Result {
+        if self.is_mapped() {
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
+
+    /// Undoes the DMA mappings (not the MRs'): the device must be done
+    /// with them.
+    pub(crate) fn unmap(&mut self) {
+        self.maps.unmap_all();
+    }
+
+    /// Undoes the DMA mappings and puts the pages; the pages are leaked
+    /// instead if a lease still maps them (its entry keeps them mapped).
+    pub(crate) fn clear(&mut self) {
+        self.unmap();
+        if self.mr_mapped() {
+            self.pages.leak();
+        } else {
+            self.pages.clear();
+        }
+    }
+
+    /// Moves the first `n` argument pages of `rq` in
+    /// ([`Rqst::take_arg_pages`]); the value must hold none.
+    pub(crate) fn take_args<C>(&mut self, rq: &mut Rqst<'_, C>, n: usize) -> Result {
+        if !self.pages.is_empty() {
+            return Err(EBUSY);
+        }
+        rq.take_arg_pages(n, &mut self.pages)
+    }
+
+    /// Gives the argument pages back to `rq`, which they were taken from
+    /// and which did not use them ([`Rqst::give_back_arg_pages`]); fails if
+    /// they are still mapped.
+    pub(crate) fn give_back_args<C>(&mut self, rq: &mut Rqst<'_, C>) -> Result {
+        self.idle()?;
+        rq.give_back_arg_pages(&mut self.pages);
+        Ok(())
+    }
+
+    /// Installs the pages as `rq`'s argument buffer
+    /// ([`Rqst::install_arg_pages`]); fails if they are still mapped.
+    pub(crate) fn install_args<C>(&mut self, rq: &mut Rqst<'_, C>) -> Result {
+        self.idle()?;
+        rq.install_arg_pages(&mut self.pages)
+    }
+
+    /// Moves the Reply's pages of `rq` in ([`Rqst::take_reply_pages`]);
+    /// the value must hold none.
+    pub(crate) fn take_reply<C>(&mut self, rq: &mut Rqst<'_, C>) -> Result {
+        if !self.pages.is_empty() {
+            return Err(EBUSY);
+        }
+        rq.take_reply_pages(&mut self.pages)
+    }
+
+    /// Gives the Reply's pages back to `rq`, which they were taken from
+    /// ([`Rqst::give_back_reply_pages`]); fails if they are still mapped.
+    pub(crate) fn give_back_reply<C>(&mut self, rq: &mut Rqst<'_, C>) -> Result {
+        self.idle()?;
+        rq.give_back_reply_pages(&mut self.pages);
+        Ok(())
+    }
+
+    /// Calls `f` on the bytes of each contiguous piece of `[start, end)` of
+    /// the Reply whose pages the value holds.
+    pub(crate) fn reply_bytes(
+        &self,
+        start: usize,
+        end: usize,
+        f: impl FnMut(&[u8]) -> Result,
+    ) -> Result {
+        self.pages.reply_bytes(start, end, f)
+    }
+
+    /// Maps each contiguous piece of `[start, end)` of the Reply whose
+    /// pages the value holds, for the device to read, and calls `f` with
+    /// its bus address and length, in order.
+    pub(crate) fn map_reply(
+        &mut self,
+        start: usize,
+        end: usize,
+        mut f: impl FnMut(u64, usize) -> Result,
+    ) -> Result {
+        let Self { maps, pages, .. } = self;
+        pages.reply_pieces(start, end, |piece| {
+            // Every piece lies in memory of pages `pages` holds
+            // (`HeldPages::reply_pieces`: a page of the list, or the head
+            // or tail, which lie in the Reply's pages); the mapping goes
+            // into `maps`, undone before those pages leave (invariant).
+            // SAFETY: so the memory stays allocated until the unmapping.
+            let addr = unsafe {
+                match piece {
+                    Piece::Virt(p, l) => maps.map_virt(p, l, Dir::ToDevice),
+                    Piece::Page(page, off, l) => maps.map_page(page, off, l, Dir::ToDevice),
+                }
+            }?;
+            // INVARIANT: a mapping of held memory, recorded in `maps`.
+            f(addr, piece.len())
+        })
+    }
+
+    /// The pieces `(page index, offset in page, bytes)` of `[offset, offset
+    /// + len)` of `held` pages taken as one buffer.
+    fn pieces(
+        held: usize,
+        offset: usize,
+        len: usize,
+    ) -> Result<impl Iterator<Item = (usize, usize, usize)> + Clone> {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > held.saturating_mul(PAGE_SIZE) {
+            return Err(EMSGSIZE);
+        }
+        let mut at = offset;
+        Ok(core::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
+            let (i, off) = (at / PAGE_SIZE, at % PAGE_SIZE);
+            let n = (PAGE_SIZE - off).min(end - at);
+            at += n;
+            Some((i, off, n))
+        }))
+    }
+
+    /// Maps each page piece of bytes `[offset, offset + len)` of the held
+    /// pages (as one buffer) for `dir`, and calls `f` with its bus address
+    /// and length, in order.
+    pub(crate) fn map_range(
+        &mut self,
+        offset: usize,
+        len: usize,
+        dir: Dir,
+        mut f: impl FnMut(u64, usize) -> Result,
+    ) -> Result {
+        for (i, off, n) in Self::pieces(self.pages.len(), offset, len)? {
+            let page = self.pages.page(i).ok_or(EINVAL)?;
+            // A page `pages` holds, `off + n` within it; the mapping goes
+            // into `maps`, undone before the page leaves (invariant).
+            // SAFETY: so the page stays allocated until the unmapping.
+            let addr = unsafe { self.maps.map_page(page, off, n, dir) }?;
+            // INVARIANT: a mapping of a held page, recorded in `maps`.
+            f(addr, n)?;
+        }
+        Ok(())
+    }
+
+    /// The FRMR leases the value holds.
+    pub(crate) fn mrs(&self) -> &[MrLease] {
+        &self.mrs
+    }
+
+    /// The leases, to take more in or give them back; fails while one of
+    /// them maps pages.
+    pub(crate) fn mrs_mut(&mut self) -> Result<&mut KVec<MrLease>> {
+        if self.mr_mapped() {
+            return Err(EBUSY);
+        }
+        Ok(&mut self.mrs)
+    }
+
+    /// Maps bytes `[offset, offset + len)` of the held pages (as one
+    /// buffer) into the MR of the `k`th lease, on `table` (entries' MRs on
+    /// `pd`, mapped on the table's device), for the device to write
+    /// ([`MrTable::map`]).
+    pub(crate) fn map_mr(
+        &mut self,
+        table: &MrTable,
+        pd: &Pd,
+        k: usize,
+        offset: usize,
+        len: usize,
+    ) -> Result<MrMapped> {
+        let Self { mrs, pages, .. } = self;
+        let pages = &*pages;
+        // Within the held pages (checked here), so every index has a page.
+        let sink = Self::pieces(pages.len(), offset, len)?
+            .map(move |(i, off, n)| (pages.page(i).unwrap_or(core::ptr::null_mut()), off, n));
+        let lease = mrs.get_mut(k).ok_or(EINVAL)?;
+        // INVARIANT: the lease, if mapped by this, maps held pages.
+        // Every page is one `pages` holds, and stays there while the lease,
+        // held in `mrs`, is mapped (invariant).
+        // SAFETY: so the pages stay allocated while the lease is mapped.
+        unsafe { table.map(pd, lease, sink, len) }
+    }
+
+    /// Undoes the MR mappings of every lease on `table` (the device must be
+    /// done with them: the chain that used them completed).
+    pub(crate) fn unmap_mrs(&mut self, table: &MrTable) {
+        for lease in self.mrs.iter_mut() {
+            table.unmap(lease);
+        }
+    }
+
+    /// Retires every lease on `table` ([`MrTable::retire`]); returns how
+    /// many, and how many of those keep their MR (the device refused to
+    /// deregister it).
+    pub(crate) fn retire_mrs(&mut self, table: &MrTable) -> (usize, usize) {
+        let count = self.mrs.len();
+        let mut kept = 0usize;
+        while let Some(lease) = self.mrs.pop() {
+            // INVARIANT: the entry unmaps, or keeps references of its own.
+            if table.retire(lease).is_err() {
+                kept += 1;
+            }
+        }
+        (count, kept)
+    }
+
+    /// Drops every lease without giving it back: their entries stay out of
+    /// use, and mapped if they were, so the pages are leaked first then.
+    pub(crate) fn drop_mrs(&mut self) {
+        if self.mr_mapped() {
+            // INVARIANT: nothing is put while an entry may map it.
+            self.pages.leak();
+        }
+        self.mrs.clear();
+    }
+}
+
+impl Drop for MappedPages {
+    fn drop(&mut self) {
+        // The mappings go before the pages: `clear` unmaps first, and
+        // leaks the pages an entry still maps. The leases drop with the
+        // value (their entries stay as they are).
+        self.clear();
+    }
+}

@@ -226,10 +226,27 @@ pub(crate) enum PostError<T> {
     /// `fence` below) has flushed them.
     Fenced(Error),
     /// Part was posted and no marker could be: nothing says when the
-    /// device is done with the owner's memory, so it is leaked, never
-    /// freed early.
-    Leaked(Error),
+    /// device is done with the owner's memory, so it is kept as an
+    /// [`Orphan`], which only the endpoint gives back once its QP is
+    /// destroyed ([`super::endpoint::Endpoint::reclaim`]).
+    Leaked(Orphan<T>, Error),
 }
+
+/// An owner whose chain was posted in part, with no completion to give it
+/// back. Dropping it leaks the owner (never frees it early).
+///
+/// # Invariants
+///
+/// `ptr` is a leaked `KBox<T>`, referred to only by requests posted on the
+/// QP of the endpoint at address `ep`.
+pub(crate) struct Orphan<T> {
+    pub(super) ptr: core::ptr::NonNull<T>,
+    pub(super) ep: usize,
+}
+
+// SAFETY: an orphan is the only handle to its owner, a `KBox<T>`, which
+// may move between threads if `T` may.
+unsafe impl<T: Send> Send for Orphan<T> {}
 
 /// Posts `chain(owner)`, linked to `owner`'s entries, on `ep`'s QP,
 /// handing `owner` to the chain's completion ([`ChainOwner::completed`]).
@@ -312,6 +329,15 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     if marked {
         Err(PostError::Fenced(e))
     } else {
-        Err(PostError::Leaked(e))
+        // INVARIANT: leaked above; only this endpoint's requests refer to it.
+        let orphan = core::ptr::NonNull::new(raw).map(|ptr| Orphan {
+            ptr,
+            ep: core::ptr::from_ref(ep) as usize,
+        });
+        match orphan {
+            Some(o) => Err(PostError::Leaked(o, e)),
+            // `KBox::into_raw` never gives null.
+            None => Err(PostError::Fenced(e)),
+        }
     }
 }

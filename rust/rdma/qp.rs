@@ -219,6 +219,12 @@ impl Qp {
         self.users.fetch_sub(1, Full);
     }
 
+    /// Whether [`Qp::destroy`] has finished: no request of the QP is in the
+    /// device's hands any more, and none completes.
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.state.load(Acquire) == DESTROYED
+    }
+
     /// Moves the QP to the error state, waits until every posted work
     /// request has completed (flushed), and destroys it: once this returns,
     /// in whichever thread, no completion of its work requests and no QP

@@ -39,6 +39,7 @@ use crate::{
         cm::{CmEvent, CmEventKind, CmHandler, CmIdRef},
         dma::DmaDev,
         mr::MrLease,
+        owned::Orphan,
         qp::{QpEvent, QpEventHandler},
         recv::RecvSlot,
         wr::Tally,
@@ -111,6 +112,11 @@ pub(crate) struct Connection {
     ready: SpinLock<Ready>,
     /// Teardown has begun: completions and events must not touch sunrpc.
     dying: Atomic<bool>,
+    /// Contexts of chains posted in part with no completion to return them
+    /// ([`PostError::Leaked`](crate::rdma::owned::PostError)): freed by
+    /// [`Connection::free`] once the QP is destroyed.
+    #[pin]
+    orphans: SpinLock<KVec<Orphan<CallCtxt>>>,
     /// nfsd threads in `xpo_recvfrom` on this connection (see
     /// [`Connection::enter_recv`]).
     in_recv: Atomic<u32>,
@@ -213,6 +219,7 @@ impl Connection {
                 established: false,
             }),
             dying: Atomic::new(false),
+            orphans <- new_spinlock!(KVec::new()),
             in_recv: Atomic::new(0),
             sysfs: SetOnce::new(),
             stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
@@ -608,6 +615,17 @@ impl Connection {
             // send-queue accounting exist, before anything is dropped. Then
             // no completion or QP event runs any more.
             r.ep.destroy();
+            // The device is done with the orphans' memory: back to the pool
+            // (their device counts with them).
+            let orphans = core::mem::take(&mut *conn.orphans.lock());
+            for o in orphans {
+                match r.ep.reclaim(o) {
+                    Ok(ctxt) => conn.ctxt_put(ctxt),
+                    Err(_) => {
+                        pr_warn_ratelimited!("connection {}: a context stays leaked\n", conn.id)
+                    }
+                }
+            }
         }
         // Calls whose Reads finished and that no thread picked up: their
         // contexts (and argument pages) go back while the pool exists.
@@ -619,6 +637,17 @@ impl Connection {
         conn.registry.stats_ended(&conn.stats);
         // Nothing else refers to it now.
         drop(conn);
+    }
+
+    /// Keeps a context whose chain was posted in part until [`Self::free`]
+    /// can reclaim it; if there is no room, it stays leaked.
+    pub(crate) fn orphaned(&self, o: Orphan<CallCtxt>) {
+        if self.orphans.lock().push(o, GFP_ATOMIC).is_err() {
+            pr_warn_ratelimited!(
+                "connection {}: a context is leaked (out of memory)\n",
+                self.id
+            );
+        }
     }
 
     /// `xpo_detach`: start disconnecting.

@@ -228,11 +228,12 @@ where
         // The chain's (or the marker's) completion takes the context, and
         // its slots, once the QP in the error state has flushed them.
         Err(PostError::Fenced(e)) => Err(failed(e)),
-        Err(PostError::Leaked(e)) => {
+        Err(PostError::Leaked(orphan, e)) => {
             pr_warn_ratelimited!(
-                "connection {}: cannot fence a failed post; its context is leaked\n",
+                "connection {}: cannot fence a failed post; its context waits for the teardown\n",
                 conn.id
             );
+            conn.orphaned(orphan);
             Err(failed(e))
         }
     }

@@ -526,20 +526,39 @@ impl<'a, C> Rqst<'a, C> {
         // `rq_next_page` within it).
         let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        // SAFETY: `0..n` is below `rq_next_page`, inside the array.
-        if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
-            return Err(EINVAL);
-        }
-        out.pages.reserve(n, GFP_KERNEL)?;
+        // Slots of the page array from `rq_respages` on.
+        // SAFETY: both point into the `rq_pages` array.
+        let skip = unsafe { r.rq_respages.offset_from(r.rq_pages) };
+        let cap = usize::try_from(skip)
+            .ok()
+            .and_then(|k| r.rq_maxpages.checked_sub(k))
+            .ok_or(EINVAL)?;
         let res = &r.rq_res;
-        // Where the page list starts among the taken pages, if it lies in
+        // Where the page list starts among the Reply's pages, if it lies in
         // them (it is `rq_respages + 1` as `svc_process` sets it up).
         let base = r.rq_respages as usize;
         let size = core::mem::size_of::<*mut bindings::page>();
         let first = (res.pages as usize)
             .checked_sub(base)
-            .filter(|d| d % size == 0 && d / size <= n)
+            .filter(|d| d % size == 0 && d / size <= cap)
             .map_or(usize::MAX, |d| d / size);
+        // An encoder may fill the page list without moving `rq_next_page`
+        // (NFSv3 GETACL spilling out of the head): the pages it spans are
+        // the Reply's too.
+        let spanned = if first == usize::MAX || res.page_len == 0 {
+            0
+        } else {
+            first + (res.page_base as usize + res.page_len as usize).div_ceil(PAGE_SIZE)
+        };
+        let n = n.max(spanned);
+        if n > cap {
+            return Err(EINVAL);
+        }
+        // SAFETY: `0..n` is within the array (`cap`).
+        if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
+            return Err(EINVAL);
+        }
+        out.pages.reserve(n, GFP_KERNEL)?;
         // The head and tail lie in pages of the Reply, so in the pages
         // taken here: `svc_process` points the head at the start of
         // `rq_respages[0]` (`svc.c`), and the XDR encoder (`xdr.c`,
@@ -558,7 +577,7 @@ impl<'a, C> Rqst<'a, C> {
             len: res.len as usize,
         });
         for i in 0..n {
-            // SAFETY: `i` is below `rq_next_page`, inside the array.
+            // SAFETY: `i` is below `n`, inside the array (`cap`).
             let slot = unsafe { &mut *r.rq_respages.add(i) };
             // Room was reserved above.
             // INVARIANT: the slot's reference moves to `out`.
@@ -577,14 +596,19 @@ impl<'a, C> Rqst<'a, C> {
     pub(crate) fn give_back_reply_pages(&mut self, pages: &mut HeldPages) {
         pages.reply = None;
         let r = self.r_mut();
-        let n = if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+        // The slots from `rq_respages` on (`take_reply_pages` may take
+        // past `rq_next_page`).
+        let n = if r.rq_respages.is_null() || r.rq_pages.is_null() {
             0
         } else {
-            // SAFETY: both point into the `rq_respages` array.
-            usize::try_from(unsafe { r.rq_next_page.offset_from(r.rq_respages) }).unwrap_or(0)
+            // SAFETY: both point into the `rq_pages` array.
+            usize::try_from(unsafe { r.rq_respages.offset_from(r.rq_pages) })
+                .ok()
+                .and_then(|k| r.rq_maxpages.checked_sub(k))
+                .unwrap_or(0)
         };
         for (i, page) in pages.pages.drain_all().enumerate() {
-            // SAFETY: `i` is below `rq_next_page` when below `n`.
+            // SAFETY: `i` is inside the array when below `n`.
             match (i < n).then(|| unsafe { &mut *r.rq_respages.add(i) }) {
                 // INVARIANT: the reference moves back to its slot.
                 Some(slot) if slot.is_null() => *slot = page,

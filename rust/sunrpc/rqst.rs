@@ -27,7 +27,8 @@ pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 /// The value holds one reference on each page in `pages`. `reply` is set
 /// only by [`Rqst::take_reply_pages`], together with the pages it fills,
 /// and cleared whenever they go: its page list is `pages[first..]`, and its
-/// head and tail lie in memory of those pages (see `take_reply_pages`).
+/// head and tail each lie within one of those pages (checked by
+/// `take_reply_pages`).
 pub(crate) struct HeldPages {
     pages: KVec<*mut bindings::page>,
     reply: Option<ReplyLayout>,
@@ -512,7 +513,8 @@ impl<'a, C> Rqst<'a, C> {
     /// next request. `out` also records where the Reply's bytes lie in them
     /// ([`HeldPages::reply_pieces`]): the Reply's memory stays valid until
     /// whoever holds `out` puts the pages. All or nothing: fails, taking
-    /// nothing, if a slot is empty.
+    /// nothing, if a slot is empty or the head or tail lies outside the
+    /// pages taken.
     pub(crate) fn take_reply_pages(&mut self, out: &mut HeldPages) -> Result {
         if !out.is_empty() {
             return Err(EINVAL);
@@ -558,16 +560,39 @@ impl<'a, C> Rqst<'a, C> {
         if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
             return Err(EINVAL);
         }
+        // The head and tail must each lie within one of these pages:
+        // `svc_process` points the head at the start of `rq_respages[0]`
+        // (`svc.c`), and the XDR encoder (`xdr.c`, `xdr_write_pages`,
+        // `xdr_get_next_encode_buffer`) places the tail at its current
+        // position, in the head's page or in an encode page of the page
+        // list. That is nfsd's convention, not a rule this code can lean
+        // on: a kvec found elsewhere fails the Reply here, before anything
+        // maps it, instead of letting the device read memory nothing holds.
+        let held = |i: usize| {
+            // SAFETY: `i` is below `n`, inside the array (`cap`); the slot
+            // holds a page (checked above).
+            let page = unsafe { *r.rq_respages.add(i) };
+            // SAFETY: a page the request holds; reply pages are lowmem.
+            unsafe { bindings::svcrdma_rs_page_address(page) as usize }
+        };
+        let lies_in_held = |base: *mut core::ffi::c_void, len: usize| {
+            let b = base as usize;
+            len == 0
+                || (0..n).any(|i| {
+                    let start = held(i);
+                    b >= start && b.checked_add(len).is_some_and(|e| e <= start + PAGE_SIZE)
+                })
+        };
+        if !lies_in_held(res.head[0].iov_base, res.head[0].iov_len)
+            || !lies_in_held(res.tail[0].iov_base, res.tail[0].iov_len)
+        {
+            crate::log::pr_warn_ratelimited!(
+                "a Reply's head or tail lies outside the request's reply pages; the Reply fails\n"
+            );
+            return Err(EINVAL);
+        }
         out.pages.reserve(n, GFP_KERNEL)?;
-        // The head and tail lie in pages of the Reply, so in the pages
-        // taken here: `svc_process` points the head at the start of
-        // `rq_respages[0]` (`svc.c`), and the XDR encoder (`xdr.c`,
-        // `xdr_write_pages`, `xdr_get_next_encode_buffer`) places the tail
-        // at its current position, in the head's page or in an encode page
-        // from the page list, both below `rq_next_page`; the C transport
-        // relies on the same when it maps them with `virt_to_page` and
-        // keeps exactly these pages (`svc_rdma_save_io_pages`). With no page
-        // taken there is no layout, and no piece to map.
+        // With no page taken there is no layout, and no piece to map.
         let layout = (n > 0).then_some(ReplyLayout {
             head: (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len),
             first,

@@ -452,41 +452,70 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 an
 	((REPLY > chunk0)) || fail "rdma_errors_chunk did not move ($chunk0 -> $REPLY) for a bad procedure"
 }
 
-# Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs, a
-# connection's accept, an RDMA_ERROR (hostile.py's bad version) and the
-# CM's DISCONNECTED when hostile.py leaves are recorded, each with the
-# same, non-zero connection id, and the error's name and XID; with them
-# disabled again, nothing more is.
+# Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs,
+# - hostile.py's bad version records the connection's accept, its
+#   decode_err and RDMA_ERROR (name and XID), and the CM's DISCONNECTED
+#   when hostile.py leaves, all with the same, non-zero connection id;
+# - a Read chunk with a key the client never registered records the failed
+#   RDMA Read's wc_err (a status other than a flush) on an accepted
+#   connection;
+# - a connection refused (FRMR required, fast registration masked)
+#   records a reject naming the peer, the device and the reason.
+# Every missing event is named in the one failure. With the events
+# disabled again, nothing more is recorded.
+# Not exercised: post_err (a post the device refuses) and sq_wait (a full
+# send queue) need faults no test client can cause.
 t_tracepoints_rxe() {
-	local T=/sys/kernel/tracing rc=0 n id
+	local T=/sys/kernel/tracing rc=0 rc2=0 n id ev ip missing=() caps0 memreg0
+	ip=$(cat /tmp/guest_ip)
 	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
 	[ -d $T/events/svcrdma_rs ] || fail "no events/svcrdma_rs in tracefs"
 	ls $T/events/svcrdma_rs
 	echo 0 >$T/tracing_on
 	: >$T/trace
-	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_accept/enable
-	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_rdma_error/enable
-	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_cm_event/enable
+	for ev in accept rdma_error cm_event decode_err wc_err reject; do
+		echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$ev/enable
+	done
 	echo 1 >$T/tracing_on
-	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$ip" $PORT --only version_0x2 --timeout 10 \
 		>/tmp/trace.hostile 2>&1 || rc=$?
 	# The CM reports the disconnection after hostile.py has gone.
 	wait_for 10 grep -aq 'svcrdma_rs_cm_event: .*event=DISCONNECTED' $T/trace || true
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$ip" $PORT --only read_rkey_unknown --timeout 10 \
+		>/tmp/trace.hostile2 2>&1 || rc2=$?
+	rd $P/debug_caps; caps0=$REPLY
+	rd $P/memreg; memreg0=$REPLY
+	echo no_fast_reg >$P/debug_caps && echo frmr >$P/memreg || fail "cannot set debug_caps/memreg"
+	connect ""
+	echo "$caps0" >$P/debug_caps && echo "$memreg0" >$P/memreg || fail "cannot restore debug_caps/memreg"
+	[ "$RESULT" != ESTABLISHED ] || release_conn
 	echo 0 >$T/tracing_on
 	[ "$rc" = 0 ] || fail "hostile.py --only version_0x2: exit $rc: $(tail -n 5 /tmp/trace.hostile)"
-	grep -a 'svcrdma_rs_' $T/trace | first 10
+	[ "$rc2" = 0 ] || fail "hostile.py --only read_rkey_unknown: exit $rc2: $(tail -n 5 /tmp/trace.hostile2)"
+	[ "$RESULT" = REJECTED ] || fail "memreg=frmr without fast registration: $CM_LINE, want a reject"
+	grep -a 'svcrdma_rs_' $T/trace | first 20
 	id=$(grep -ao 'svcrdma_rs_accept: conn=[1-9][0-9]* peer=[^ ]* device=rxe0 model=[a-z_]*' $T/trace |
 		head -n 1 | sed 's/.*conn=\([0-9]*\).*/\1/')
 	[ -n "$id" ] || fail "no svcrdma_rs_accept event for hostile.py's connection"
 	# hostile.py draws its XIDs from 0x48000000 up (tests/tools/hostile.py).
+	grep -aEq "svcrdma_rs_decode_err: conn=$id xid=0x48[0-9a-f]{6} reason=\"[^\"]+\"" $T/trace ||
+		missing+=("decode_err (conn=$id, hostile.py's XID, a reason)")
 	grep -aEq "svcrdma_rs_rdma_error: conn=$id xid=0x48[0-9a-f]{6} err=ERR_VERS" $T/trace ||
-		fail "no svcrdma_rs_rdma_error ERR_VERS event on connection $id with the bad version's XID"
+		missing+=("rdma_error ERR_VERS (conn=$id, hostile.py's XID)")
 	grep -aq "svcrdma_rs_cm_event: conn=$id event=DISCONNECTED" $T/trace ||
-		fail "no svcrdma_rs_cm_event DISCONNECTED on connection $id"
+		missing+=("cm_event DISCONNECTED (conn=$id)")
+	# The failed Read's status, on a connection the trace saw accepted.
+	n=$(grep -aoE 'svcrdma_rs_wc_err: conn=[1-9][0-9]* status=[A-Z_]+' $T/trace | grep -v 'status=WR_FLUSH_ERR' |
+		sed 's/.*conn=\([0-9]*\).*/\1/' | head -n 1) || true
+	[ -n "$n" ] && grep -aq "svcrdma_rs_accept: conn=$n " $T/trace ||
+		missing+=("wc_err (an accepted connection, a status other than a flush)")
+	grep -aEq "svcrdma_rs_reject: peer=${ip//./\\.}:[0-9]+ device=rxe0 reason=\"[^\"]*memreg=frmr[^\"]*\"" $T/trace ||
+		missing+=("reject (peer $ip, rxe0, a reason naming memreg=frmr)")
+	((${#missing[@]} == 0)) || fail "missing events: ${missing[*]}"
 	echo 0 >$T/events/svcrdma_rs/enable
 	: >$T/trace
 	echo 1 >$T/tracing_on
-	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$(cat /tmp/guest_ip)" $PORT --only version_0x2 --timeout 10 \
+	/usr/bin/python3 "$ROOT/tests/tools/hostile.py" "$ip" $PORT --only version_0x2 --timeout 10 \
 		>/tmp/trace.hostile 2>&1 || true
 	echo 0 >$T/tracing_on
 	n=$(grep -ac 'svcrdma_rs_' $T/trace) || true

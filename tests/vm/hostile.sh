@@ -23,6 +23,8 @@
 #                            sysfs checks; not part of any make target)
 #   HOSTILE_WAIT=20          seconds a message may go unanswered before it
 #                            counts as a hang (or a drop, where allowed)
+#   HOSTILE_KEEP=            1: keep hostile.py's and hostile_volume's whole
+#                            output in the run directory (vm-run --keep)
 #   HOSTILE_PAUSE=5          seconds the well-behaved client rests between
 #                            its rounds (each writes and reads back 1 MiB):
 #                            it shows the mount serving correct data all
@@ -129,6 +131,14 @@ hostile_test() {
 	# short for one).
 	wait $tpid || true
 	cat /tmp/hostile_volume.out
+	# HOSTILE_KEEP=1: both clients' whole output goes to the run directory
+	# (shared with the host: scripts/vm-run --keep DIR keeps it), named by
+	# server and model; the suite's log shows only a failure's last lines.
+	if [ -n "${HOSTILE_KEEP:-}" ] && [ -d "${svcrdma_run:-}" ]; then
+		cp /tmp/hostile.out "$svcrdma_run/hostile-${SERVER:-rs}-${model:-c}.out" &&
+			cp /tmp/hostile_volume.out "$svcrdma_run/hostile_volume-${SERVER:-rs}-${model:-c}.out" ||
+			echo "HOSTILE_KEEP: could not copy the clients' output to $svcrdma_run"
+	fi
 	grep -a '^hostile_volume: seed' /tmp/hostile_volume.out >&"$HOSTILE_OUT" || true
 	rm -f /tmp/hostile.run
 	wait $dpid
@@ -148,11 +158,9 @@ hostile_test() {
 	left=$(comm -13 <(echo "$before" | sort) <(echo "$after" | sort) | tr '\n' ' ')
 	[ -z "$left" ] || fail "connections of the hostile client still in sysfs after 30 s: $left"
 	[ "$after" = "$before" ] || fail "the mount's connection went: before '$before', after '$after'"
-	# Through the mount: it holds a directory delegation on the export's
-	# root (NFSv4.1+), which a local unlink there would have to recall, and
-	# svcrdma_rs has no backchannel yet to recall it over (the unlink waits
-	# until nfsd revokes it; Documentation/admin-guide.rst). Bounded all the
-	# same.
+	# Through the mount: it may hold a directory delegation on the
+	# export's root (NFSv4.1+), which a local unlink there would have to
+	# recall over the backchannel. Bounded all the same.
 	timeout 60 rm -f $HOSTILE_MNT/well-behaved.bin $HOSTILE_MNT/hostile.dat ||
 		fail "removing the test's files through the mount took over 60 s"
 	timeout 120 umount $HOSTILE_MNT || fail "umount failed"

@@ -8,6 +8,25 @@ use kernel::prelude::*;
 
 use crate::bindings;
 
+/// One scatter/gather element of a work request: `length` bytes at bus
+/// address `addr`, under local key `lkey`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+impl From<Sge> for bindings::ib_sge {
+    fn from(s: Sge) -> Self {
+        bindings::ib_sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+}
+
 /// One work request of any kind the data path posts.
 enum Wr {
     Rdma(bindings::ib_rdma_wr),
@@ -139,13 +158,15 @@ impl Chain {
         t
     }
 
-    fn push(&mut self, wr: Wr, sges: &[bindings::ib_sge]) -> Result {
+    fn push(&mut self, wr: Wr, sges: &[Sge]) -> Result {
         self.wrs.reserve(1, GFP_KERNEL)?;
         self.spans.reserve(1, GFP_KERNEL)?;
         self.sges.reserve(sges.len(), GFP_KERNEL)?;
         let first = self.sges.len();
         for s in sges {
-            self.sges.push_within_capacity(*s).map_err(|_| ENOMEM)?;
+            self.sges
+                .push_within_capacity((*s).into())
+                .map_err(|_| ENOMEM)?;
         }
         self.spans
             .push_within_capacity((first, sges.len()))
@@ -155,12 +176,7 @@ impl Chain {
     }
 
     /// An RDMA Write of `sges` to `remote_addr` under `rkey`.
-    pub(crate) fn write(
-        &mut self,
-        remote_addr: u64,
-        rkey: u32,
-        sges: &[bindings::ib_sge],
-    ) -> Result {
+    pub(crate) fn write(&mut self, remote_addr: u64, rkey: u32, sges: &[Sge]) -> Result {
         self.rdma(bindings::IB_WR_RDMA_WRITE, remote_addr, rkey, sges, 0)
     }
 
@@ -171,7 +187,7 @@ impl Chain {
         &mut self,
         remote_addr: u64,
         rkey: u32,
-        sges: &[bindings::ib_sge],
+        sges: &[Sge],
         invalidate: Option<u32>,
     ) -> Result {
         match invalidate {
@@ -191,7 +207,7 @@ impl Chain {
         opcode: bindings::ib_wr_opcode,
         remote_addr: u64,
         rkey: u32,
-        sges: &[bindings::ib_sge],
+        sges: &[Sge],
         invalidate: u32,
     ) -> Result {
         let mut wr = bindings::ib_rdma_wr {
@@ -233,7 +249,7 @@ impl Chain {
 
     /// A Send of `sges`; with `invalidate`, a Send With Invalidate of that
     /// remote key.
-    pub(crate) fn send(&mut self, sges: &[bindings::ib_sge], invalidate: Option<u32>) -> Result {
+    pub(crate) fn send(&mut self, sges: &[Sge], invalidate: Option<u32>) -> Result {
         let mut wr = bindings::ib_send_wr::default();
         match invalidate {
             Some(key) => {

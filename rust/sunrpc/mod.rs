@@ -30,3 +30,11 @@ pub(crate) use rqst::{HeldPages, Piece, Rqst, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};
 pub(crate) use xprt_ops::{impl_has_svc_xprt, Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};
+
+/// The largest payload (READ or WRITE data) an RPC carries
+/// (`RPCSVC_MAXPAYLOAD`, `linux/sunrpc/svc.h`).
+pub(crate) const MAX_PAYLOAD: u32 = crate::bindings::RPCSVC_MAXPAYLOAD;
+
+/// The RPC client transport identifier of RDMA (`XPRT_TRANSPORT_RDMA`,
+/// `linux/sunrpc/xprtrdma.h`).
+pub(crate) const XPRT_TRANSPORT_RDMA: i32 = crate::bindings::XPRT_TRANSPORT_RDMA;

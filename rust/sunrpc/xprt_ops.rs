@@ -248,16 +248,16 @@ impl<O: XprtOps> XprtClass<O> {
         Some(unsafe { &*core::ptr::from_ref(x).cast::<O::Conn>() })
     }
 
-    /// A new connection of this class, in `listener`'s namespace and
-    /// service. Fails if the class is not registered.
+    /// A new connection of this class, in the namespace and service of
+    /// `listener`, one of this class's listeners. Fails if the class is not
+    /// registered or `listener` is not one of its listeners.
     pub(crate) fn new_conn(
         &'static self,
         obj: Pin<KBox<O::Conn>>,
-        listener: &O::Listener,
+        lx: &SvcXprt,
     ) -> Result<NewXprt<O::Conn>> {
-        let lx = listener.svc_xprt();
         // A listener this class made (storage is zeroed until then).
-        if !self.is_registered() || lx.class() != self.as_ptr().cast_const() {
+        if !self.is_registered() || lx.class() != self.as_ptr().cast_const() || !lx.is_listener() {
             return Err(EINVAL);
         }
         // SAFETY: `O`'s adapter frees an `O::Conn` when `XPT_LISTENER` is

@@ -11,15 +11,17 @@
 //! ([`accept`]), which builds the connection's RDMA resources and sends our
 //! own private data in the CM accept.
 
-use kernel::prelude::*;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
 
 use super::{
-    connection::{Connection, Resources},
+    class::CLASS,
+    connection::{Connection, Endpoint, Resources},
     frmr::FrmrPool,
-    listener::Listener,
-    ops::CLASS,
-    recv::Endpoint,
-    registry::{ConnAttrs, DevName},
+    registry::{ConnAttrs, Registry},
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
@@ -30,12 +32,73 @@ use crate::{
         inline::{server_private, Depths},
         memreg::{decide, Model},
     },
-    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, Pd},
-    sunrpc::{Flag, NewXprt},
+    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, DevName, Pd},
+    sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
 };
 
 pub(crate) use pending::{Pending, Slot};
+
+/// Connection requests waiting for an nfsd thread to accept them, oldest
+/// first: a listener's queue. A slot is pushed empty before its request is
+/// made (see [`Requests::queue`]); empty slots are skipped.
+#[pin_data]
+pub(crate) struct Requests {
+    #[pin]
+    queue: Mutex<KVec<Option<KBox<Pending>>>>,
+}
+
+impl Requests {
+    /// No request.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            queue <- new_mutex!(KVec::new()),
+        })
+    }
+
+    /// Queues the request `make` builds and wakes an nfsd thread to accept
+    /// it on the listener `xprt`. `make` runs under the queue lock in a
+    /// slot already queued, so queueing cannot fail once it is called (a
+    /// request made in a CM handler must not be dropped there: that would
+    /// destroy the id inside its own handler); if no slot can be queued,
+    /// `make` is not called.
+    fn queue(&self, xprt: &SvcXprt, make: impl FnOnce() -> KBox<Pending>) -> Result {
+        {
+            let mut q = self.queue.lock();
+            q.push(None, GFP_KERNEL).map_err(|_| ENOMEM)?;
+            let slot = q.last_mut().ok_or(ENOMEM)?;
+            *slot = Some(make());
+        }
+        xprt.set_flag(Flag::Conn);
+        xprt.enqueue();
+        Ok(())
+    }
+
+    /// Takes the oldest queued request; keeps `XPT_CONN` set on the
+    /// listener `xprt` while more wait.
+    fn dequeue(&self, xprt: &SvcXprt) -> Option<KBox<Pending>> {
+        xprt.clear_flag(Flag::Conn);
+        let mut q = self.queue.lock();
+        let mut p = None;
+        while p.is_none() && !q.is_empty() {
+            p = q.remove(0).ok().flatten();
+        }
+        if !q.is_empty() {
+            xprt.set_flag(Flag::Conn);
+        }
+        p
+    }
+}
+
+/// What connection requests need of the listener they arrive on: its
+/// `svc_xprt` (woken for `xpo_accept`, and the parent of the connections),
+/// the module's registry and its queue of requests.
+#[derive(Clone, Copy)]
+pub(crate) struct Arrivals<'a> {
+    pub(crate) xprt: &'a SvcXprt,
+    pub(crate) registry: &'a Arc<Registry>,
+    pub(crate) requests: &'a Requests,
+}
 
 /// A connection request between its `CONNECT_REQUEST` and its accept, in a
 /// module of its own so that its id can leave it only one way.
@@ -239,7 +302,7 @@ impl kernel::fmt::Display for AddrShown {
 
 /// Handles `CONNECT_REQUEST` on `listener`: queues the request, or refuses
 /// it by returning without adopting `req` (the CM then destroys its id).
-pub(super) fn connect_request(listener: Pin<&Listener>, req: ConnRequest<'_>) {
+pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
     let id = req.id();
     let client = cm_private::decode(req.private_data());
     // Mutant ignore_r_bit: the client's R bit is taken as clear.
@@ -255,7 +318,7 @@ pub(super) fn connect_request(listener: Pin<&Listener>, req: ConnRequest<'_>) {
     let name = DevName::new(dev.name());
     let transport = dev.transport();
     let raw_caps = dev.caps();
-    listener.registry().note_device(name, transport, raw_caps);
+    listener.registry.note_device(name, transport, raw_caps);
     let caps = params::caps_override().apply(raw_caps);
     let model = match decide(transport, &caps, params::memreg(), params::dma_mr()) {
         Ok(m) => m,
@@ -301,10 +364,12 @@ pub(super) fn connect_request(listener: Pin<&Listener>, req: ConnRequest<'_>) {
         return;
     };
     let ord = req.initiator_depth();
-    // `queue_request` cannot fail once it has called us, so the request is
+    // `Requests::queue` cannot fail once it has called us, so the request is
     // never dropped in this handler; if it fails before, `req` is dropped
     // unadopted, and refused.
-    let queued = listener.queue_request(|| Pending::adopt(slot, req, attrs, ord));
+    let queued = listener
+        .requests
+        .queue(listener.xprt, || Pending::adopt(slot, req, attrs, ord));
     if queued.is_err() {
         pr_warn_ratelimited!(
             "refusing connection from {}: out of memory\n",
@@ -326,8 +391,8 @@ const MAX_SEND_SGE: u32 = 8;
 
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
 /// Returns the new transport, or none when there is none (or it failed).
-pub(super) fn accept(listener: &Listener) -> Option<NewXprt<Connection>> {
-    while let Some(p) = listener.dequeue() {
+pub(super) fn accept(listener: Arrivals<'_>) -> Option<NewXprt<Connection>> {
+    while let Some(p) = listener.requests.dequeue(listener.xprt) {
         if p.is_gone() {
             // Destroying the id (not in its handler: we are an nfsd thread).
             drop(p);
@@ -351,7 +416,7 @@ pub(super) fn accept(listener: &Listener) -> Option<NewXprt<Connection>> {
 }
 
 /// Builds the connection for `p` and accepts it.
-fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection>> {
+fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connection>> {
     let dev = p.cm_id().device().ok_or(ENODEV)?;
     let attrs = dev.attrs();
     let depths = Depths::for_device(attrs.max_qp_wr, attrs.max_cqe).ok_or(EINVAL)?;
@@ -376,7 +441,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
         _ => None,
     };
 
-    let registry = listener.registry().clone();
+    let registry = listener.registry.clone();
     // What the data path uses (credits granted in every reply) and what
     // sysfs and the log show: one value.
     let info = ConnAttrs {
@@ -390,7 +455,7 @@ fn establish(listener: &Listener, p: KBox<Pending>) -> Result<NewXprt<Connection
     )?;
     // From here on the connection is freed through sunrpc's reference
     // count, on failure too (dropping `conn`).
-    let conn = CLASS.new_conn(conn, listener)?;
+    let conn = CLASS.new_conn(conn, listener.xprt)?;
     if let Some(a) = p.cm_id().dst_addr() {
         conn.set_remote(&a);
     }

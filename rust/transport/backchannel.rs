@@ -40,8 +40,8 @@
 use kernel::prelude::*;
 
 use super::{
+    class::{BC_IDENT, CLASS},
     connection::Connection,
-    ops::{BC_IDENT, CLASS},
     sq::post_reply,
 };
 use crate::{

@@ -26,14 +26,12 @@ use kernel::{
 use super::{
     ctxt::CallCtxt,
     frmr::{FrmrPool, MrFree},
-    recv::Endpoint,
     registry::{ConnAttrs, ConnView, Registry},
-    sq::SendQueue,
+    sq_slots::SendQueue,
     stats::{count, ConnStats, ConnStatsView},
 };
 use crate::{
     anchor::{impl_anchored, Anchor},
-    bindings,
     log::pr_warn_ratelimited,
     rdma::{
         cm::{CmEvent, CmEventKind, CmHandler, CmIdRef},
@@ -42,12 +40,16 @@ use crate::{
         owned::Orphan,
         qp::{QpEvent, QpEventHandler},
         recv::RecvSlot,
+        wc_status,
         wr::Tally,
         Pd,
     },
     sunrpc::{impl_has_svc_xprt, Flag, SvcXprt},
     sysfs::Dir,
 };
+
+/// A connection's RDMA objects, its receive buffers among them.
+pub(crate) type Endpoint = crate::rdma::endpoint::Endpoint<Connection>;
 
 /// The RDMA objects of a connection. The QP goes first, whatever the field
 /// order (`Drop`): then no work request uses the MRs. The MRs go before the
@@ -346,7 +348,7 @@ impl Connection {
     /// A receive failed. A flush means the QP is going down (we asked);
     /// anything else is an error on the connection: close it.
     pub(crate) fn receive_failed(&self, status: u32) {
-        if status != bindings::IB_WC_WR_FLUSH_ERR {
+        if status != wc_status::FLUSHED {
             pr_warn_ratelimited!(
                 "connection {}: receive failed with status {}, closing\n",
                 self.id,

@@ -17,30 +17,45 @@
 
 use kernel::{prelude::*, sync::atomic::Atomic};
 
-use super::sq::{READS, REPLY};
 use crate::{
-    bindings,
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::Payload,
+        rpcrdma::header::Limits,
     },
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
         mapped::MappedPages,
         owned::{Cqe, ERR},
-        wr::Chain,
+        wr::{Chain, Sge},
     },
-    sunrpc::Rqst,
+    sunrpc::{self, Rqst},
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
 pub(crate) type Rq<'a> = Rqst<'a, CallCtxt>;
+
+/// A context's chain of a Reply (or RDMA_ERROR): its [`Cqe`] id.
+pub(crate) const REPLY: u64 = 0;
+/// A context's chain of a Call's RDMA Reads: its [`Cqe`] id.
+pub(crate) const READS: u64 = 1;
 
 /// Write chunks per Call we handle (more is answered with ERR_CHUNK).
 pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
 
 /// Read chunks per Call we handle (more is answered with ERR_CHUNK).
 pub(crate) const MAX_READ_CHUNKS: usize = 8;
+
+/// What we accept in a Call's transport header: no more chunks than a
+/// context holds.
+pub(crate) const LIMITS: Limits = Limits {
+    max_read_segments: 64,
+    max_write_chunks: MAX_WRITE_CHUNKS as u32,
+    max_segments_per_chunk: 64,
+    // A maximal payload (`RPCSVC_MAXPAYLOAD`) plus room for the RPC
+    // message around it in a Reply chunk.
+    max_chunk_bytes: sunrpc::MAX_PAYLOAD + 64 * 1024,
+};
 
 /// One RPC's transport state.
 pub(crate) struct CallCtxt {
@@ -146,7 +161,7 @@ impl CallCtxt {
     pub(crate) fn send_inline(&mut self, lkey: u32, len: usize, invalidate: Option<u32>) -> Result {
         let len = len.min(SEND_SIZE as usize);
         self.send_buf.sync_for_device(len);
-        let sge = bindings::ib_sge {
+        let sge = Sge {
             addr: self.send_buf.addr(),
             // At most `SEND_SIZE`, a `u32`.
             length: len as u32,

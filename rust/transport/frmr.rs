@@ -30,17 +30,16 @@ use kernel::prelude::*;
 
 use super::fair::FairPool;
 use crate::{
-    bindings,
     rdma::{
         dma::DmaDev,
         mr::{MrLease, MrTable},
     },
-    sunrpc::PAGE_SIZE,
+    sunrpc::{MAX_PAYLOAD, PAGE_SIZE},
 };
 
 /// Pages of the largest RPC payload nfsd moves, plus one for a payload that
 /// does not start on a page boundary.
-const MAX_PAYLOAD_PAGES: u32 = bindings::RPCSVC_MAXPAYLOAD / PAGE_SIZE as u32 + 1;
+const MAX_PAYLOAD_PAGES: u32 = MAX_PAYLOAD / PAGE_SIZE as u32 + 1;
 /// MRs per credit.
 const MRS_PER_CREDIT: u32 = 2;
 

@@ -26,9 +26,9 @@ use kernel::{
 };
 
 use super::{
-    accept::{self, AddrShown, Pending},
-    ops::CLASS,
-    registry::{registry, DevName, Registry},
+    accept::{self, AddrShown, Arrivals, Requests},
+    class::CLASS,
+    registry::{registry, Registry},
 };
 use crate::{
     anchor::{impl_anchored, Anchor, AnchorRef},
@@ -37,7 +37,7 @@ use crate::{
     proto::addr::SockAddr,
     rdma::{
         cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
-        IpSockAddr,
+        DevName, IpSockAddr,
     },
     sunrpc::{impl_has_svc_xprt, CreateArgs, Flag, NewXprt, SvcXprt},
 };
@@ -92,10 +92,8 @@ pub(crate) struct Listener {
     #[pin]
     relisten: DelayedWork<Listener>,
     /// Connection requests waiting for an nfsd thread to accept them.
-    /// A slot is pushed empty before its request is made (see
-    /// [`Listener::queue_request`]); empty slots are skipped.
     #[pin]
-    queue: Mutex<KVec<Option<KBox<Pending>>>>,
+    requests: Requests,
     registry: Arc<Registry>,
     /// Counts the ids and the queued work item that refer to the listener.
     anchor: Anchor,
@@ -137,45 +135,18 @@ impl CmHandler for Listener {
     /// wildcard listener destroys the per-device child ids, waiting for their
     /// handlers (and so for a running `connect_request`).
     fn connect_request(self: Pin<&Self>, req: ConnRequest<'_>) {
-        accept::connect_request(self, req);
+        accept::connect_request(self.arrivals(), req);
     }
 }
 
 impl Listener {
-    /// The module's registry.
-    pub(crate) fn registry(&self) -> &Arc<Registry> {
-        &self.registry
-    }
-
-    /// Queues the request `make` builds and wakes an nfsd thread to accept
-    /// it. `make` runs under the queue lock in a slot already queued, so
-    /// queueing cannot fail once it is called (a request made in a CM
-    /// handler must not be dropped there: that would destroy the id inside
-    /// its own handler); if no slot can be queued, `make` is not called.
-    pub(super) fn queue_request(&self, make: impl FnOnce() -> KBox<Pending>) -> Result {
-        {
-            let mut q = self.queue.lock();
-            q.push(None, GFP_KERNEL).map_err(|_| ENOMEM)?;
-            let slot = q.last_mut().ok_or(ENOMEM)?;
-            *slot = Some(make());
+    /// What connection requests see of the listener.
+    pub(super) fn arrivals(&self) -> Arrivals<'_> {
+        Arrivals {
+            xprt: &self.xprt,
+            registry: &self.registry,
+            requests: &self.requests,
         }
-        self.xprt.set_flag(Flag::Conn);
-        self.xprt.enqueue();
-        Ok(())
-    }
-
-    /// Takes the oldest queued request; keeps `XPT_CONN` set while more wait.
-    pub(super) fn dequeue(&self) -> Option<KBox<Pending>> {
-        self.xprt.clear_flag(Flag::Conn);
-        let mut q = self.queue.lock();
-        let mut p = None;
-        while p.is_none() && !q.is_empty() {
-            p = q.remove(0).ok().flatten();
-        }
-        if !q.is_empty() {
-            self.xprt.set_flag(Flag::Conn);
-        }
-        p
     }
 
     /// Frees a listener sunrpc has released (its `xpo_free`), or one whose
@@ -338,7 +309,7 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
                 shown: None,
             }),
             relisten <- new_delayed_work!("svcrdma_rs_relisten"),
-            queue <- new_mutex!(KVec::new()),
+            requests <- Requests::new(),
             registry,
             anchor: Anchor::new(),
         }),

@@ -3,7 +3,8 @@
 //! The RPC-over-RDMA server transport, one stage per file as in the C
 //! svcrdma:
 //!
-//! - [`ops`]: the transport class and the `svc_xprt_ops` table sunrpc calls;
+//! - [`class`]: the transport class, its name and identifiers;
+//! - [`ops`]: the `svc_xprt_ops` sunrpc calls, each handed to its stage;
 //! - [`registry`]: module-wide state and the sysfs tree;
 //! - [`listener`]: listening endpoints (`xpo_create`);
 //! - [`accept`]: connection requests (RFC 8797 private data, the memory
@@ -16,6 +17,7 @@
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
 //! - [`sq`]: posting work-request chains and handling their completions;
+//! - [`sq_slots`]: the send queue's slots, reserved by each chain;
 //! - [`stats`]: the per-connection counters;
 //! - [`fair`]: the pools nfsd threads wait on in turn (send-queue slots,
 //!   FRMR entries);
@@ -25,6 +27,7 @@
 mod accept;
 #[cfg(svcrdma_rs_backchannel)]
 mod backchannel;
+mod class;
 mod connection;
 mod ctxt;
 mod fair;
@@ -37,9 +40,10 @@ mod registry;
 mod rw;
 mod sendto;
 mod sq;
+mod sq_slots;
 mod stats;
 
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use backchannel::{register_class as register_bc_class, RdmaBc};
-pub(crate) use ops::{register_class, Rdma};
+pub(crate) use class::{register_class, Rdma};
 pub(crate) use registry::{install as install_registry, Installed as InstalledRegistry, Registry};

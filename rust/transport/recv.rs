@@ -14,9 +14,6 @@ use crate::{
     rdma::recv::{RecvHandler, RecvSlot},
 };
 
-/// A connection's RDMA objects, its receive buffers among them.
-pub(crate) type Endpoint = crate::rdma::endpoint::Endpoint<Connection>;
-
 impl RecvHandler for Connection {
     const BUF_SIZE: u32 = RECV_SIZE;
 

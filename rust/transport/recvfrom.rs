@@ -16,33 +16,22 @@ use kernel::prelude::*;
 
 use super::{
     connection::{Connection, Work},
-    ctxt::{CallCtxt, Rq, MAX_READ_CHUNKS},
+    ctxt::{CallCtxt, Rq, LIMITS, MAX_READ_CHUNKS},
     rw, sendto,
     sq::{post_reads, post_reply},
     stats::count,
 };
 use crate::{
-    bindings,
     log::pr_warn_ratelimited,
     proto::{
         budget::{answer_when_busy, Cost},
         layout::{call_layout, Place, ReadChunkRef},
         rpcrdma::{
             chunk::ReadList,
-            header::{decode, decode_kept, ChunkError, DecodeError, Limits, Proc},
+            header::{decode, decode_kept, ChunkError, DecodeError, Proc},
         },
     },
     rdma::recv::RecvSlot,
-};
-
-/// What we accept in a Call's transport header.
-pub(super) const LIMITS: Limits = Limits {
-    max_read_segments: 64,
-    max_write_chunks: super::ctxt::MAX_WRITE_CHUNKS as u32,
-    max_segments_per_chunk: 64,
-    // A maximal payload (`RPCSVC_MAXPAYLOAD`) plus room for the RPC
-    // message around it in a Reply chunk.
-    max_chunk_bytes: bindings::RPCSVC_MAXPAYLOAD + 64 * 1024,
 };
 
 /// Handles one received message on `conn` for the nfsd thread's request

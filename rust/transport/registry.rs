@@ -13,8 +13,6 @@
 //!
 //! The files are documented in `Documentation/ABI/sysfs-kernel-svcrdma_rs`.
 
-use core::fmt;
-
 use kernel::{
     new_mutex,
     prelude::*,
@@ -35,59 +33,9 @@ use crate::{
         cm_private::CmPrivate,
         memreg::{decide, send_with_invalidate, DeviceCaps, Model, Transport},
     },
+    rdma::DevName,
     sysfs::{sysfs_ktype, Attrs, Dir, KType, Parent, ShowFn},
 };
-
-/// The most bytes of a device name we keep (`IB_DEVICE_NAME_MAX`).
-const NAME_MAX: usize = 64;
-
-/// A device name, copied.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DevName {
-    len: usize,
-    buf: [u8; NAME_MAX],
-}
-
-impl DevName {
-    /// Copies `name` (truncated to 63 bytes).
-    pub(crate) fn new(name: &CStr) -> Self {
-        let b = name.to_bytes();
-        let len = b.len().min(NAME_MAX - 1);
-        let mut buf = [0u8; NAME_MAX];
-        buf[..len].copy_from_slice(&b[..len]);
-        Self { len, buf }
-    }
-
-    /// The name's bytes.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-
-    /// The name as a C string (for directory names).
-    fn to_cstring(self) -> Result<CString> {
-        CString::try_from_fmt(fmt!("{}", self))
-    }
-}
-
-impl fmt::Display for DevName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Device names are ASCII; show anything else escaped.
-        for &b in self.as_bytes() {
-            if b.is_ascii_graphic() {
-                fmt::Write::write_char(f, char::from(b))?;
-            } else {
-                write!(f, "\\x{b:02x}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl kernel::fmt::Display for DevName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
 
 /// What `/sys/kernel/svcrdma_rs/devices/<ibdev>/` shows.
 pub(crate) struct DeviceAttrs {

@@ -26,14 +26,18 @@ use super::{
     ctxt::{CallCtxt, Rq},
 };
 use crate::{
-    bindings,
     log::{pr_info_ratelimited, pr_warn_ratelimited},
     proto::{
         budget::{self, Budget, ReadSink},
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
-    rdma::{dma::Dir, mapped::MappedPages, wr::Chain},
+    rdma::{
+        dma::Dir,
+        mapped::MappedPages,
+        wc_status,
+        wr::{Chain, Sge},
+    },
     sunrpc::PAGE_SIZE,
 };
 
@@ -104,7 +108,7 @@ fn build_reads(
                     }
                     let mapped = mapped?;
                     mapped.register(&mut ctxt.chain, sink_remote_write)?;
-                    let sge = bindings::ib_sge {
+                    let sge = Sge {
                         addr: mapped.iova,
                         length: n as u32,
                         lkey: mapped.lkey,
@@ -130,7 +134,7 @@ fn build_reads(
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
             let CallCtxt { chain, args, .. } = ctxt;
             for seg in chunk.iter() {
-                let mut sges = [bindings::ib_sge::default(); MAX_SGE];
+                let mut sges = [Sge::default(); MAX_SGE];
                 let mut count = 0usize;
                 let mut wr_start = 0u64;
                 let mut wr_len = 0u64;
@@ -138,7 +142,7 @@ fn build_reads(
                 args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
                     placed += len;
                     if let Some(s) = sges.get_mut(count) {
-                        *s = bindings::ib_sge {
+                        *s = Sge {
                             addr,
                             length: len as u32,
                             lkey: key,
@@ -231,7 +235,7 @@ pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
         conn.read_done(ctxt);
         return;
     }
-    if status != bindings::IB_WC_WR_FLUSH_ERR {
+    if status != wc_status::FLUSHED {
         pr_warn_ratelimited!(
             "connection {}: RDMA Read of a Call failed (status {}), closing\n",
             conn.id,
@@ -377,7 +381,7 @@ struct ChunkWriter<'c, I: Iterator<Item = Segment>> {
     segs: I,
     /// The current segment and the bytes of it already filled.
     seg: Option<(Segment, u32)>,
-    sges: [bindings::ib_sge; MAX_SGE],
+    sges: [Sge; MAX_SGE],
     count: usize,
     max_sge: usize,
     /// Where the pending work request starts in the current segment.
@@ -392,7 +396,7 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             chain,
             segs,
             seg: None,
-            sges: [bindings::ib_sge::default(); MAX_SGE],
+            sges: [Sge::default(); MAX_SGE],
             count: 0,
             max_sge: max_sge.clamp(1, MAX_SGE),
             wr_start: 0,
@@ -436,7 +440,7 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             if self.count == self.max_sge {
                 self.flush()?;
             }
-            self.sges[self.count] = bindings::ib_sge {
+            self.sges[self.count] = Sge {
                 addr,
                 length: n,
                 lkey: self.lkey,

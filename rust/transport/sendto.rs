@@ -20,8 +20,7 @@ use kernel::prelude::*;
 
 use super::{
     connection::Connection,
-    ctxt::{CallCtxt, Rq, MAX_WRITE_CHUNKS},
-    recvfrom::LIMITS,
+    ctxt::{CallCtxt, Rq, LIMITS, MAX_WRITE_CHUNKS},
     rw,
     sq::post_reply,
     stats::count,

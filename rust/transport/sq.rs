@@ -23,9 +23,10 @@
 //! the next `xpo_recvfrom` ([`super::rw::reads_finished`]). Either way the
 //! nfsd thread moves on at once.
 //!
-//! The send queue has a fixed number of slots ([`SendQueue`]). A chain
-//! reserves its slots before posting (waiting in turn while other RPCs
-//! hold them) and gives them back with its last completion.
+//! The send queue has a fixed number of slots
+//! ([`super::sq_slots::SendQueue`]). A chain reserves its slots before
+//! posting (waiting in turn while other RPCs hold them) and gives them
+//! back with its last completion.
 
 use kernel::{
     prelude::*,
@@ -35,75 +36,27 @@ use kernel::{
     },
 };
 
-use super::{connection::Connection, ctxt::CallCtxt, fair::FairPool};
-use crate::{
-    bindings,
-    log::pr_warn_ratelimited,
-    rdma::owned::{impl_chain_owner, post_owned, ChainOwner, PostError},
+use super::{
+    connection::Connection,
+    ctxt::{CallCtxt, READS, REPLY},
 };
-
-/// A connection's send-queue slots: the free ones and how many exist.
-pub(crate) struct Slots {
-    avail: u32,
-    total: u32,
-}
-
-/// The send-queue slots, handed out in turn (see [`FairPool`]).
-pub(crate) type SendQueue = FairPool<Slots>;
-
-impl SendQueue {
-    /// No slots until [`SendQueue::set_size`].
-    pub(crate) fn empty() -> impl PinInit<Self> {
-        Self::new(Slots { avail: 0, total: 0 })
-    }
-
-    /// Sets the number of slots (at accept, before any use).
-    pub(crate) fn set_size(&self, slots: u32) {
-        self.with(|s| {
-            s.avail = slots;
-            s.total = slots;
-        });
-    }
-
-    /// How many slots exist (the most one chain can hold).
-    pub(crate) fn total(&self) -> u32 {
-        self.with(|s| s.total)
-    }
-
-    /// Takes `n` slots, waiting in turn while others hold them; fails with
-    /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
-    /// queue is closed or `closing()`.
-    pub(crate) fn reserve(
-        &self,
-        n: u32,
-        closing: impl Fn() -> bool,
-        on_wait: impl FnOnce(),
-    ) -> Result {
-        if n > self.with(|s| s.total) {
-            return Err(EMSGSIZE);
-        }
-        self.acquire(closing, on_wait, |s| {
-            let left = s.avail.checked_sub(n)?;
-            s.avail = left;
-            Some(())
-        })
-    }
-
-    /// Gives back `n` slots.
-    pub(crate) fn give_back(&self, n: u32) {
-        self.release(|s| s.avail = s.avail.saturating_add(n).min(s.total));
-    }
-}
+use crate::{
+    log::pr_warn_ratelimited,
+    rdma::{
+        owned::{impl_chain_owner, post_owned, ChainOwner, PostError},
+        wc_status,
+    },
+};
 
 /// Notes a failed completion of `conn` (`status`, the device's
 /// `vendor_err`) in `first` (the first one wins), counted and traced, with
 /// a line unless it is a flush (the QP went down on purpose).
 fn note_status(conn: &Connection, first: &Atomic<u32>, status: u32, vendor_err: u32) {
-    if status == bindings::IB_WC_SUCCESS {
+    if status == wc_status::SUCCESS {
         return;
     }
     let _ = first.cmpxchg(0, status, Full);
-    if status != bindings::IB_WC_WR_FLUSH_ERR {
+    if status != wc_status::FLUSHED {
         super::stats::count(&conn.stats.c.completion_errors, 1);
         crate::trace::wc_err(conn.id, status, vendor_err);
         pr_warn_ratelimited!(
@@ -113,11 +66,6 @@ fn note_status(conn: &Connection, first: &Atomic<u32>, status: u32, vendor_err: 
         );
     }
 }
-
-/// A context's chain of a Reply (or RDMA_ERROR).
-pub(crate) const REPLY: u64 = 0;
-/// A context's chain of a Call's RDMA Reads.
-pub(crate) const READS: u64 = 1;
 
 impl_chain_owner!(CallCtxt {
     owner: Connection,
@@ -138,7 +86,7 @@ fn reply_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, ven
     conn.sq_release(core::mem::take(&mut ctxt.sq_held));
     let first = ctxt.status.load(Acquire);
     // A flush means the connection is already going down.
-    if first != 0 && first != bindings::IB_WC_WR_FLUSH_ERR {
+    if first != 0 && first != wc_status::FLUSHED {
         conn.close();
     }
     conn.ctxt_put(ctxt);
@@ -186,7 +134,7 @@ where
     CallCtxt: ChainOwner<ID>,
 {
     // Any status but success: the chain failed.
-    const NOT_POSTED: u32 = bindings::IB_WC_GENERAL_ERR;
+    const NOT_POSTED: u32 = wc_status::GENERAL_ERR;
     let Some(res) = conn.res() else {
         not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(ENOTCONN);

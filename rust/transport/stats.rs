@@ -13,7 +13,7 @@
 
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
-use super::registry::DevName;
+use crate::rdma::DevName;
 use crate::sysfs::{sysfs_ktype, Attrs, KType, ShowFn};
 
 /// Declares [`Counters`] with one `Atomic<u64>` per name, a show function

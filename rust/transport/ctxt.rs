@@ -21,7 +21,7 @@ use crate::{
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::Payload,
-        rpcrdma::header::Limits,
+        rpcrdma::header::{Header, Limits, Shape},
     },
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
@@ -57,10 +57,56 @@ pub(crate) const LIMITS: Limits = Limits {
     max_chunk_bytes: sunrpc::MAX_PAYLOAD + 64 * 1024,
 };
 
+/// A Call's transport header, kept for its Reply: a copy of its bytes and
+/// where its parts lie in them, decoded and validated once, when the Call
+/// arrived ([`CallHeader::keep`]).
+///
+/// # Invariants
+///
+/// `shape` is `None` or the shape of a header decoded from bytes that
+/// began with `bytes`.
+#[derive(Default)]
+pub(crate) struct CallHeader {
+    bytes: KVec<u8>,
+    shape: Option<Shape>,
+}
+
+impl CallHeader {
+    /// No header, with room for one of `n` bytes.
+    fn with_capacity(n: usize) -> Result<Self> {
+        Ok(Self {
+            bytes: KVec::with_capacity(n, GFP_KERNEL)?,
+            shape: None,
+        })
+    }
+
+    /// Keeps `header`, which was decoded from `msg`: copies its bytes.
+    pub(crate) fn keep(&mut self, msg: &[u8], header: &Header<'_>) -> Result {
+        self.clear();
+        let bytes = msg.get(..header.hdr_len).ok_or(EINVAL)?;
+        self.bytes.extend_from_slice(bytes, GFP_KERNEL)?;
+        // INVARIANT: the shape of a header decoded from `msg`, whose first
+        // `hdr_len` bytes these are.
+        self.shape = Some(header.shape());
+        Ok(())
+    }
+
+    /// The kept header; fails if none is kept.
+    pub(crate) fn get(&self) -> Result<Header<'_>> {
+        self.shape.and_then(|s| s.header(&self.bytes)).ok_or(EINVAL)
+    }
+
+    /// Forgets the header (storage kept).
+    pub(crate) fn clear(&mut self) {
+        self.shape = None;
+        self.bytes.clear();
+    }
+}
+
 /// One RPC's transport state.
 pub(crate) struct CallCtxt {
-    /// The Call's transport header, copied out of the receive buffer.
-    pub(crate) hdr: KVec<u8>,
+    /// The Call's transport header, kept for the Reply.
+    pub(crate) hdr: CallHeader,
     /// Per Write chunk of the Call, by index: the payload nfsd placed in it.
     pub(crate) payloads: [Payload; MAX_WRITE_CHUNKS],
     /// Write chunks handed out to `xpo_result_payload` so far.
@@ -108,8 +154,7 @@ impl CallCtxt {
     /// chains' completions come with the connection they were posted on
     /// (`sq`), so it keeps no reference to its connection.
     pub(crate) fn new(dev: &DmaDev) -> Result<KBox<Self>> {
-        let mut hdr = KVec::with_capacity(RECV_SIZE as usize, GFP_KERNEL)?;
-        hdr.clear();
+        let hdr = CallHeader::with_capacity(RECV_SIZE as usize)?;
         let send_buf = MappedBuf::new(dev, SEND_SIZE as usize, Dir::ToDevice)?;
         let ctxt = Self {
             hdr,

@@ -16,7 +16,7 @@ use kernel::prelude::*;
 
 use super::{
     connection::{Connection, Work},
-    ctxt::{CallCtxt, Rq, LIMITS, MAX_READ_CHUNKS},
+    ctxt::{CallCtxt, CallHeader, Rq, LIMITS, MAX_READ_CHUNKS},
     rw, sendto,
     sq::{post_reads, post_reply},
     stats::count,
@@ -28,7 +28,7 @@ use crate::{
         layout::{call_layout, Place, ReadChunkRef},
         rpcrdma::{
             chunk::ReadList,
-            header::{decode, decode_kept, ChunkError, DecodeError, Proc},
+            header::{decode, ChunkError, DecodeError, Proc},
         },
     },
     rdma::recv::RecvSlot,
@@ -322,12 +322,7 @@ fn receive(
     }
 
     // Keep the header for the Reply, copy the inline part, free the buffer.
-    ctxt.hdr.clear();
-    if ctxt
-        .hdr
-        .extend_from_slice(&msg[..hdr_len], GFP_KERNEL)
-        .is_err()
-    {
+    if ctxt.hdr.keep(msg, &header).is_err() {
         repost(conn, slot);
         return Err(NoCall::Dropped);
     }
@@ -351,10 +346,10 @@ fn receive(
     repost(conn, slot);
 
     if nchunks > 0 {
-        // Decode our copy again: the receive buffer is gone. The copy is
-        // lent out of the context while the Reads are prepared (they only
-        // touch its chain, mappings and MRs), and put back whatever they
-        // give.
+        // The header from our copy (the receive buffer is gone), without
+        // decoding it again. The copy is lent out of the context while the
+        // Reads are prepared (they only touch its chain, mappings and MRs),
+        // and put back whatever they give.
         let hdr = core::mem::take(&mut ctxt.hdr);
         let prepared = read_work(&hdr, &steps[..nsteps])
             .map(|work| rw::prepare_reads(conn, rq, ctxt, &work, total as usize));
@@ -373,13 +368,13 @@ fn receive(
     finish_call(conn, rq, total as usize).map(Next::Call)
 }
 
-/// Per Read chunk that `steps` place, its segments (decoded from `hdr`,
-/// the context's copy of the Call's transport header) and destination.
+/// Per Read chunk that `steps` place, its segments (in `hdr`, the
+/// context's copy of the Call's transport header) and destination.
 fn read_work<'h>(
-    hdr: &'h [u8],
+    hdr: &'h CallHeader,
     steps: &[Place],
 ) -> Result<[Option<(ReadList<'h>, usize)>; MAX_READ_CHUNKS]> {
-    let header = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
+    let header = hdr.get()?;
     let mut work = [None; MAX_READ_CHUNKS];
     for (slot, step) in work
         .iter_mut()

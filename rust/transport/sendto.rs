@@ -20,7 +20,7 @@ use kernel::prelude::*;
 
 use super::{
     connection::Connection,
-    ctxt::{CallCtxt, Rq, LIMITS, MAX_WRITE_CHUNKS},
+    ctxt::{CallCtxt, Rq, MAX_WRITE_CHUNKS},
     rw,
     sq::post_reply,
     stats::count,
@@ -33,7 +33,7 @@ use crate::{
         layout::{reply_inline_len, reply_regions, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{decode_kept, DecodeError, Proc, ERR_CHUNK, ERR_VERS},
+            header::{DecodeError, Proc, ERR_CHUNK, ERR_VERS},
         },
     },
 };
@@ -48,7 +48,7 @@ pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Resul
     if length == 0 {
         return Ok(());
     }
-    let header = decode_kept(&ctxt.hdr, &LIMITS).map_err(|_| EINVAL)?;
+    let header = ctxt.hdr.get()?;
     let k = ctxt.next_write;
     let Some(chunk) = header.writes.iter().nth(k) else {
         // No Write chunk left: the payload stays in the Reply.
@@ -146,7 +146,7 @@ fn compose(
         send_buf,
         ..
     } = &mut *ctxt;
-    let call = decode_kept(hdr, &LIMITS).map_err(|_| EINVAL)?;
+    let call = hdr.get()?;
     chain.clear();
     pages.clear();
     // Writes map the Reply's memory, which must stay until they complete:

@@ -278,9 +278,65 @@ pub struct Header<'a> {
     /// Length of the transport header, bytes: where the RPC message starts
     /// for [`Proc::Msg`].
     pub hdr_len: usize,
+    /// Where the parts above lie in the bytes decoded.
+    shape: Shape,
+}
+
+/// Where a validated header's parts lie in the bytes it was decoded from:
+/// kept beside a copy of those bytes, it gives the [`Header`] back
+/// ([`Shape::header`]) without decoding and validating them again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    xid: u32,
+    credits: u32,
+    proc_: Proc,
+    /// The Read list's entries: offset and count.
+    reads: (usize, usize),
+    /// The Write list's entries: offset, bytes and count.
+    writes: (usize, usize, usize),
+    /// The Reply chunk's segments: offset, count and total bytes.
+    reply: Option<(usize, usize, u32)>,
+    hdr_len: usize,
+}
+
+impl Shape {
+    /// The header this is the shape of, over `buf`: the bytes it was
+    /// decoded from, or a copy of at least their first `hdr_len` bytes.
+    /// `None` if `buf` is shorter than that. Over other bytes the views
+    /// read whatever is there, and their iterators end where it does not
+    /// parse.
+    pub fn header<'a>(&self, buf: &'a [u8]) -> Option<Header<'a>> {
+        let span = |at: usize, n: usize| buf.get(at..at.checked_add(n)?);
+        let (at, n) = self.reads;
+        let reads = ReadList::new(span(at, n.checked_mul(READ_ENTRY_LEN)?)?, n);
+        let (at, bytes, n) = self.writes;
+        let writes = WriteList::new(span(at, bytes)?, n);
+        let reply = match self.reply {
+            Some((at, n, total)) => {
+                Some(Chunk::new(span(at, n.checked_mul(SEGMENT_LEN)?)?, n, total))
+            }
+            None => None,
+        };
+        buf.get(..self.hdr_len)?;
+        Some(Header {
+            xid: self.xid,
+            credits: self.credits,
+            proc_: self.proc_,
+            reads,
+            writes,
+            reply,
+            hdr_len: self.hdr_len,
+            shape: *self,
+        })
+    }
 }
 
 impl Header<'_> {
+    /// Where its parts lie in the bytes it was decoded from.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
     /// The STag to invalidate with Send With Invalidate: `Some(h)` when the
     /// call carries at least one segment (in any list) and every segment's
     /// handle is `h`.
@@ -457,8 +513,13 @@ fn decode_inner<'a>(
         RDMA_MSGP | RDMA_DONE => return Err(err(ChunkError::ObsoleteProc)),
         _ => return Err(err(ChunkError::UnknownProc)),
     };
+    let reads_at = r.position();
     let reads = read_list(&mut r, limits).map_err(err)?;
+    let writes_at = r.position();
     let writes = write_list(&mut r, limits).map_err(err)?;
+    // The Write list's entries end before its terminating discriminator.
+    let writes_bytes = r.position().saturating_sub(writes_at).saturating_sub(4);
+    let reply_at = r.position().saturating_add(8);
     let reply = if present(&mut r).map_err(err)? {
         Some(chunk(&mut r, limits).map_err(err)?)
     } else {
@@ -471,6 +532,17 @@ fn decode_inner<'a>(
         Proc::NoMsg if !pz => return Err(err(ChunkError::NoMsgWithoutPositionZero)),
         _ => {}
     }
+    let hdr_len = r.position();
+    let shape = Shape {
+        xid,
+        credits,
+        proc_,
+        reads: (reads_at, reads.len()),
+        writes: (writes_at, writes_bytes, writes.len()),
+        // After the Reply chunk's discriminator and segment count.
+        reply: reply.map(|c| (reply_at, c.count(), c.total())),
+        hdr_len,
+    };
     Ok(Header {
         xid,
         credits,
@@ -478,6 +550,7 @@ fn decode_inner<'a>(
         reads,
         writes,
         reply,
-        hdr_len: r.position(),
+        hdr_len,
+        shape,
     })
 }

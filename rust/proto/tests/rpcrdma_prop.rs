@@ -94,6 +94,11 @@ fn check_invariants(buf: &[u8], h: &Header<'_>, lim: &Limits) -> Result<(), Test
     prop_assert!(h.hdr_len <= buf.len());
     prop_assert!(h.hdr_len >= 28);
     prop_assert_eq!(h.hdr_len % 4, 0);
+    // Kept beside a copy of its bytes, its shape gives the same header back
+    // without a second decode; a copy one byte short gives none.
+    let kept = buf[..h.hdr_len].to_vec();
+    prop_assert_eq!(h.shape().header(&kept), Some(*h));
+    prop_assert_eq!(h.shape().header(&kept[..h.hdr_len - 1]), None);
     match h.proc_ {
         Proc::Msg => {
             prop_assert!(h.hdr_len < buf.len());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Fuzz the RPC-over-RDMA call header decoder: any bytes decode without
-//! panicking; a header that decodes is consistent with its limits, and a
-//! reply to it encodes.
+//! panicking; a header that decodes is consistent with its limits, its
+//! shape gives it back over a copy of its bytes, and a reply to it encodes.
 
 #![no_main]
 
@@ -32,6 +32,8 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     assert!(h.hdr_len <= data.len());
+    // Its shape gives it back over a copy of its bytes, without decoding.
+    assert_eq!(h.shape().header(&data[..h.hdr_len].to_vec()), Some(h));
     match h.proc_ {
         Proc::Msg => assert!(h.hdr_len < data.len() && h.reads.position_zero().is_none()),
         Proc::NoMsg => assert!(h.reads.position_zero().is_some()),

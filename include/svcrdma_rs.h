@@ -19,69 +19,73 @@
 #include <rdma/rdma_cm.h>
 #include <rdma/rw.h>
 
-/* shims.c: sunrpc */
+/* shims.c: linux/sunrpc/svc_xprt.h: a transport's flags and addresses */
 void svcrdma_rs_xprt_set_flag(struct svc_xprt *xprt, int bit);
 bool svcrdma_rs_xprt_test_flag(const struct svc_xprt *xprt, int bit);
-void svcrdma_rs_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa);
-void svcrdma_rs_xprt_set_remote(struct svc_xprt *xprt, const struct sockaddr *sa);
-size_t svcrdma_rs_sockaddr_len(const struct sockaddr *sa);
-
-/* shims.c: RDMA CM */
-struct rdma_cm_id *svcrdma_rs_create_id(struct net *net,
-					rdma_cm_event_handler handler,
-					void *context,
-					enum rdma_ucm_port_space ps,
-					enum ib_qp_type qp_type);
-
-/* shims.c: RDMA devices and verbs (static inlines and macros) */
-bool svcrdma_rs_protocol_ib(const struct ib_device *dev, u32 port);
-bool svcrdma_rs_protocol_roce(const struct ib_device *dev, u32 port);
-bool svcrdma_rs_protocol_iwarp(const struct ib_device *dev, u32 port);
-bool svcrdma_rs_cap_read_inv(struct ib_device *dev, u32 port);
-bool svcrdma_rs_device_try_get(struct ib_device *dev);
-struct ib_pd *svcrdma_rs_alloc_pd(struct ib_device *dev, unsigned int flags);
-void svcrdma_rs_dealloc_pd(struct ib_pd *pd);
-struct ib_cq *svcrdma_rs_alloc_cq(struct ib_device *dev, void *private,
-				  int nr_cqe, enum ib_poll_context poll_ctx);
-int svcrdma_rs_dereg_mr(struct ib_mr *mr);
-int svcrdma_rs_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr);
-u64 svcrdma_rs_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
-			      enum dma_data_direction dir);
-void svcrdma_rs_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
-				 enum dma_data_direction dir);
-int svcrdma_rs_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
-void svcrdma_rs_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t size,
-				 enum dma_data_direction dir);
-void svcrdma_rs_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t size,
-				    enum dma_data_direction dir);
-
-/* shims.c: sunrpc */
 void svcrdma_rs_xprt_clear_flag(struct svc_xprt *xprt, int bit);
+size_t svcrdma_rs_sockaddr_len(const struct sockaddr *sa);
+void svcrdma_rs_svc_xprt_set_local(struct svc_xprt *xprt, const struct sockaddr *sa);
+void svcrdma_rs_svc_xprt_set_remote(struct svc_xprt *xprt, const struct sockaddr *sa);
 void svcrdma_rs_xprt_clear_remote_port(struct svc_xprt *xprt);
 
-/* shims.c: data path */
-int svcrdma_rs_post_send_chain(struct ib_qp *qp, const struct ib_send_wr *wr,
-			       const struct ib_send_wr **bad_wr);
-void *svcrdma_rs_page_address(struct page *page);
-void svcrdma_rs_put_page(struct page *page);
-void svcrdma_rs_get_page(struct page *page);
-struct page *svcrdma_rs_sg_page(struct scatterlist *sg);
-u64 svcrdma_rs_dma_map_page(struct ib_device *dev, struct page *page,
-			    unsigned long offset, size_t size,
-			    enum dma_data_direction dir);
-void svcrdma_rs_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+/* shims.c: linux/sunrpc/svc.h: requests */
+void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp);
+
+/* shims.c: rdma/rdma_cm.h: the RDMA CM */
+struct rdma_cm_id *svcrdma_rs_rdma_create_id(struct net *net,
+					     rdma_cm_event_handler handler,
+					     void *context,
+					     enum rdma_ucm_port_space ps,
+					     enum ib_qp_type qp_type);
+
+/* shims.c: rdma/ib_verbs.h: devices, PDs, CQs, QPs and MRs */
+bool svcrdma_rs_rdma_protocol_ib(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_rdma_protocol_roce(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_rdma_protocol_iwarp(const struct ib_device *dev, u32 port);
+bool svcrdma_rs_rdma_cap_read_inv(struct ib_device *dev, u32 port);
+bool svcrdma_rs_ib_device_try_get(struct ib_device *dev);
+struct ib_pd *svcrdma_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
+void svcrdma_rs_ib_dealloc_pd(struct ib_pd *pd);
+struct ib_cq *svcrdma_rs_ib_alloc_cq_any(struct ib_device *dev, void *private,
+					 int nr_cqe, enum ib_poll_context poll_ctx);
+int svcrdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr);
+int svcrdma_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			    const struct ib_send_wr **bad_wr);
+int svcrdma_rs_qp_to_error(struct ib_qp *qp);
+int svcrdma_rs_ib_dereg_mr(struct ib_mr *mr);
+u32 svcrdma_rs_mr_refresh_key(struct ib_mr *mr);
+
+/* shims.c: rdma/ib_verbs.h: DMA mapping on an RDMA device */
+u64 svcrdma_rs_ib_dma_map_single(struct ib_device *dev, void *cpu_addr, size_t size,
+				 enum dma_data_direction dir);
+void svcrdma_rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t size,
+				    enum dma_data_direction dir);
+int svcrdma_rs_ib_dma_mapping_error(struct ib_device *dev, u64 dma_addr);
+void svcrdma_rs_ib_dma_sync_single_for_cpu(struct ib_device *dev, u64 addr, size_t size,
+					   enum dma_data_direction dir);
+void svcrdma_rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t size,
+					      enum dma_data_direction dir);
+u64 svcrdma_rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+			       unsigned long offset, size_t size,
 			       enum dma_data_direction dir);
+void svcrdma_rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
+				  enum dma_data_direction dir);
+int svcrdma_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir);
+void svcrdma_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+				int nents, enum dma_data_direction dir);
+
+/* shims.c: linux/mm.h: pages */
+void *svcrdma_rs_page_address(struct page *page);
+void svcrdma_rs_get_page(struct page *page);
+void svcrdma_rs_put_page(struct page *page);
+
+/* shims.c: linux/scatterlist.h: scatterlists */
+struct page *svcrdma_rs_sg_page(struct scatterlist *sg);
 void svcrdma_rs_sg_set_page(struct scatterlist *sg, struct page *page,
 			    unsigned int len, unsigned int offset);
-int svcrdma_rs_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
-			  int nents, enum dma_data_direction dir);
-void svcrdma_rs_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
-			     int nents, enum dma_data_direction dir);
-u32 svcrdma_rs_mr_refresh_key(struct ib_mr *mr);
-void svcrdma_rs_rqst_set_secure(struct svc_rqst *rqstp);
-int svcrdma_rs_qp_to_error(struct ib_qp *qp);
 
-/* shims.c: time */
+/* shims.c: linux/timekeeping.h: time */
 u64 svcrdma_rs_now_ms(void);
 
 /* params.c: module parameters (module_param is a macro) */
@@ -99,18 +103,25 @@ bool svcrdma_rs_param_debug_enabled(void);
 #include <linux/sunrpc/sched.h>
 #include <linux/sunrpc/addr.h>
 
-void svcrdma_rs_rpc_xprt_set_bound(struct rpc_xprt *xprt);
-void svcrdma_rs_rpc_xprt_set_connected(struct rpc_xprt *xprt);
+/* linux/sunrpc/xprt.h: the client transport */
+void svcrdma_rs_xprt_set_bound(struct rpc_xprt *xprt);
+void svcrdma_rs_xprt_set_connected(struct rpc_xprt *xprt);
 void svcrdma_rs_rpc_xprt_queue_lock(struct rpc_xprt *xprt);
 void svcrdma_rs_rpc_xprt_queue_unlock(struct rpc_xprt *xprt);
 void svcrdma_rs_rpc_xprt_transport_lock(struct rpc_xprt *xprt);
 void svcrdma_rs_rpc_xprt_transport_unlock(struct rpc_xprt *xprt);
+
+/* linux/sunrpc/addr.h: addresses */
 unsigned short svcrdma_rs_rpc_get_port(const struct sockaddr *sa);
-char *svcrdma_rs_kstrdup(const char *s);
-void *svcrdma_rs_kmalloc(size_t size, gfp_t flags);
+
+/* linux/sunrpc/svc_xprt.h: the backchannel a server transport carries */
 struct rpc_xprt *svcrdma_rs_xprt_bc_read(struct svc_xprt *xprt);
 struct rpc_xprt *svcrdma_rs_xprt_bc_bind(struct svc_xprt *xprt,
-					  struct rpc_xprt *bc);
+					 struct rpc_xprt *bc);
+
+/* linux/string.h, linux/slab.h: allocation */
+char *svcrdma_rs_kstrdup(const char *s);
+void *svcrdma_rs_kmalloc(size_t size, gfp_t flags);
 #endif /* CONFIG_SVCRDMA_RS_BACKCHANNEL */
 
 /* trace.c: the tracepoints of svcrdma_rs_trace.h (strings NUL-terminated) */

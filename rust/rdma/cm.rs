@@ -90,7 +90,7 @@ impl CmId {
         // SAFETY: `net` is live (`NetRef`); `handle::<H>` takes a context
         // that is a counted anchor of an `H`, which `ctx` is.
         let ptr = unsafe {
-            bindings::svcrdma_rs_create_id(
+            bindings::svcrdma_rs_rdma_create_id(
                 net.ptr.as_ptr(),
                 Some(handle::<H>),
                 ctx.as_ptr().cast(),

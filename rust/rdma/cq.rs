@@ -34,7 +34,7 @@ impl Cq {
         let n = i32::try_from(entries).map_err(|_| EINVAL)?;
         // SAFETY: `dev` is a live device; no private context is used.
         let ptr = unsafe {
-            bindings::svcrdma_rs_alloc_cq(
+            bindings::svcrdma_rs_ib_alloc_cq_any(
                 dev.as_ptr(),
                 core::ptr::null_mut(),
                 n,

@@ -51,11 +51,11 @@ impl<'a> Device<'a> {
         // SAFETY: `dev` is live and `port` is the id's port number; these
         // read immutable port data.
         unsafe {
-            if bindings::svcrdma_rs_protocol_iwarp(dev, port) {
+            if bindings::svcrdma_rs_rdma_protocol_iwarp(dev, port) {
                 Transport::Iwarp
-            } else if bindings::svcrdma_rs_protocol_roce(dev, port) {
+            } else if bindings::svcrdma_rs_rdma_protocol_roce(dev, port) {
                 Transport::Roce
-            } else if bindings::svcrdma_rs_protocol_ib(dev, port) {
+            } else if bindings::svcrdma_rs_rdma_protocol_ib(dev, port) {
                 Transport::Ib
             } else {
                 Transport::Other
@@ -72,7 +72,7 @@ impl<'a> Device<'a> {
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
             local_dma_lkey: a.kernel_cap_flags & u64::from(bindings::IBK_LOCAL_DMA_LKEY) != 0,
             // SAFETY: as in `transport`.
-            read_with_inv: unsafe { bindings::svcrdma_rs_cap_read_inv(self.as_ptr(), self.port) },
+            read_with_inv: unsafe { bindings::svcrdma_rs_rdma_cap_read_inv(self.as_ptr(), self.port) },
         }
     }
 

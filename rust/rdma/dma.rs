@@ -61,7 +61,7 @@ impl DmaDev {
     /// Takes a registration count on `dev`, a live device.
     fn hold(dev: NonNull<bindings::ib_device>) -> Result<Self> {
         // SAFETY: `dev` is live (the callers': borrowed, or counted by us).
-        if !unsafe { bindings::svcrdma_rs_device_try_get(dev.as_ptr()) } {
+        if !unsafe { bindings::svcrdma_rs_ib_device_try_get(dev.as_ptr()) } {
             return Err(ENODEV);
         }
         // INVARIANT: counted just above.
@@ -77,7 +77,7 @@ impl DmaDev {
     fn mapping_error(&self, addr: u64) -> bool {
         // SAFETY: a live device (invariant); `addr` came from a mapping call
         // on it.
-        unsafe { bindings::svcrdma_rs_dma_mapping_error(self.as_ptr(), addr) != 0 }
+        unsafe { bindings::svcrdma_rs_ib_dma_mapping_error(self.as_ptr(), addr) != 0 }
     }
 }
 
@@ -118,7 +118,7 @@ impl MappedBuf {
         // SAFETY: a live device (`DmaDev` invariant) and a kmalloc'ed buffer
         // of `len` bytes, which stays put until the unmapping in `drop`.
         let addr = unsafe {
-            bindings::svcrdma_rs_dma_map_single(
+            bindings::svcrdma_rs_ib_dma_map_single(
                 dev.as_ptr(),
                 buf.as_mut_ptr().cast(),
                 len,
@@ -146,7 +146,7 @@ impl MappedBuf {
     pub(crate) fn sync_for_device(&self, len: usize) {
         // SAFETY: a live mapping (invariant), `len` clamped to it.
         unsafe {
-            bindings::svcrdma_rs_dma_sync_for_device(
+            bindings::svcrdma_rs_ib_dma_sync_single_for_device(
                 self.dev.as_ptr(),
                 self.addr,
                 len.min(self.buf.len()),
@@ -159,7 +159,7 @@ impl MappedBuf {
     pub(crate) fn sync_for_cpu(&self, len: usize) {
         // SAFETY: a live mapping (invariant), `len` clamped to it.
         unsafe {
-            bindings::svcrdma_rs_dma_sync_for_cpu(
+            bindings::svcrdma_rs_ib_dma_sync_single_for_cpu(
                 self.dev.as_ptr(),
                 self.addr,
                 len.min(self.buf.len()),
@@ -189,7 +189,7 @@ impl Drop for MappedBuf {
         // (type documentation).
         // SAFETY: a live mapping of the whole buffer (invariant).
         unsafe {
-            bindings::svcrdma_rs_dma_unmap_single(
+            bindings::svcrdma_rs_ib_dma_unmap_single(
                 self.dev.as_ptr(),
                 self.addr,
                 self.buf.len(),
@@ -243,7 +243,7 @@ impl DmaMaps {
         self.maps.reserve(1, GFP_KERNEL)?;
         let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: a live device and page range (invariant, caller).
-        let addr = unsafe { bindings::svcrdma_rs_dma_map_page(dev, page, offset, len, dir) };
+        let addr = unsafe { bindings::svcrdma_rs_ib_dma_map_page(dev, page, offset, len, dir) };
         self.record(addr, len, dir, true)
     }
 
@@ -257,7 +257,7 @@ impl DmaMaps {
         self.maps.reserve(1, GFP_KERNEL)?;
         let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: as the function's requirements say.
-        let addr = unsafe { bindings::svcrdma_rs_dma_map_single(dev, ptr.cast(), len, dir) };
+        let addr = unsafe { bindings::svcrdma_rs_ib_dma_map_single(dev, ptr.cast(), len, dir) };
         self.record(addr, len, dir, false)
     }
 
@@ -295,9 +295,9 @@ impl DmaMaps {
             // the device (the caller waited for its work requests).
             unsafe {
                 if m.page {
-                    bindings::svcrdma_rs_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);
+                    bindings::svcrdma_rs_ib_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);
                 } else {
-                    bindings::svcrdma_rs_dma_unmap_single(self.dev.as_ptr(), m.addr, m.len, m.dir);
+                    bindings::svcrdma_rs_ib_dma_unmap_single(self.dev.as_ptr(), m.addr, m.len, m.dir);
                 }
             }
         }

@@ -55,7 +55,7 @@ impl Mr {
     /// posted any more (as for the drop at teardown).
     pub(crate) unsafe fn deregister(self) -> core::result::Result<(), Self> {
         // SAFETY: live and ours (invariant); idle (function contract).
-        let rc = unsafe { bindings::svcrdma_rs_dereg_mr(self.as_ptr()) };
+        let rc = unsafe { bindings::svcrdma_rs_ib_dereg_mr(self.as_ptr()) };
         if rc != 0 {
             // `ib_dereg_mr` keeps the MR when the driver fails.
             return Err(self);
@@ -70,7 +70,7 @@ impl Drop for Mr {
     fn drop(&mut self) {
         // SAFETY: live and ours (invariant); no work request uses it (the
         // QP was drained and destroyed first).
-        let _ = unsafe { bindings::svcrdma_rs_dereg_mr(self.as_ptr()) };
+        let _ = unsafe { bindings::svcrdma_rs_ib_dereg_mr(self.as_ptr()) };
     }
 }
 
@@ -120,7 +120,7 @@ impl Entry {
             // SAFETY: mapped by `MrTable::map` with this count and direction
             // on `dev` (the table's), which is live (`DmaDev` invariant).
             unsafe {
-                bindings::svcrdma_rs_dma_unmap_sg(
+                bindings::svcrdma_rs_ib_dma_unmap_sg(
                     dev.as_ptr(),
                     sgl.as_mut_ptr(),
                     n,
@@ -335,7 +335,7 @@ impl MrTable {
         let dir = Dir::FromDevice.raw();
         // SAFETY: `n` initialized entries of live pages on a live device.
         let got = unsafe {
-            bindings::svcrdma_rs_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
+            bindings::svcrdma_rs_ib_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
         };
         if got <= 0 {
             return Err(EIO);

@@ -287,7 +287,7 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // which the chain's completion takes back. From here on `raw` is not
     // touched unless nothing was posted.
     // SAFETY: the requests' memory outlives the device's use of it.
-    let rc = unsafe { bindings::svcrdma_rs_post_send_chain(posting.as_ptr(), head, &mut bad) };
+    let rc = unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) };
     if rc == 0 {
         return Ok(());
     }
@@ -324,7 +324,7 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         // Its completion (a flush: the QP is in the error state) comes after
         // the posted requests' and takes the owner back.
         // SAFETY: a linked chain whose one request refers to no memory.
-        unsafe { bindings::svcrdma_rs_post_send_chain(posting.as_ptr(), head, &mut bad) == 0 }
+        unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) == 0 }
     };
     if marked {
         Err(PostError::Fenced(e))

@@ -35,7 +35,7 @@ impl Pd {
             0
         };
         // SAFETY: `dev` is a live device.
-        let ptr = unsafe { bindings::svcrdma_rs_alloc_pd(dev.as_ptr(), flags) };
+        let ptr = unsafe { bindings::svcrdma_rs_ib_alloc_pd(dev.as_ptr(), flags) };
         let ptr = kernel::error::from_err_ptr(ptr)?;
         // INVARIANT: allocated above, now owned.
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
@@ -67,6 +67,6 @@ impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: live and ours (invariant); owners drop every object made
         // on the PD first (field order of the owning structs).
-        unsafe { bindings::svcrdma_rs_dealloc_pd(self.as_ptr()) };
+        unsafe { bindings::svcrdma_rs_ib_dealloc_pd(self.as_ptr()) };
     }
 }

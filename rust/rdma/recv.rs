@@ -153,7 +153,7 @@ impl<T: RecvHandler> RecvRing<T> {
         let posting = qp.posting().ok_or(ENOTCONN)?;
         // SAFETY: the buffer is not posted (the caller's rule), and its work
         // request, SGE and mapping outlive the post (invariant).
-        to_result(unsafe { bindings::svcrdma_rs_post_recv(posting.as_ptr(), b.wr.get()) })
+        to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), b.wr.get()) })
     }
 
     /// Posts every buffer, once (at accept); later calls fail.

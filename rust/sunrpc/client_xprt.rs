@@ -164,8 +164,8 @@ impl RpcXprt {
             (*x).reestablish_timeout = 0;
             (*x).idle_timeout = 0;
             (*x).bc_xprt = server;
-            bindings::svcrdma_rs_rpc_xprt_set_bound(x);
-            bindings::svcrdma_rs_rpc_xprt_set_connected(x);
+            bindings::svcrdma_rs_xprt_set_bound(x);
+            bindings::svcrdma_rs_xprt_set_connected(x);
         }
     }
 

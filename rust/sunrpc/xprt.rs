@@ -166,7 +166,7 @@ impl SvcXprt {
     pub(crate) unsafe fn set_remote(&self, sa: *const bindings::sockaddr) {
         // SAFETY: per the function's safety requirements.
         unsafe {
-            bindings::svcrdma_rs_xprt_set_remote(self.as_ptr(), sa);
+            bindings::svcrdma_rs_svc_xprt_set_remote(self.as_ptr(), sa);
             bindings::svcrdma_rs_xprt_clear_remote_port(self.as_ptr());
         }
     }
@@ -179,6 +179,6 @@ impl SvcXprt {
     /// transport must not yet be visible to sunrpc's threads.
     pub(crate) unsafe fn set_local(&self, sa: *const bindings::sockaddr) {
         // SAFETY: per the function's safety requirements.
-        unsafe { bindings::svcrdma_rs_xprt_set_local(self.as_ptr(), sa) };
+        unsafe { bindings::svcrdma_rs_svc_xprt_set_local(self.as_ptr(), sa) };
     }
 }

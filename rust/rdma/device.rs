@@ -72,7 +72,9 @@ impl<'a> Device<'a> {
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
             local_dma_lkey: a.kernel_cap_flags & u64::from(bindings::IBK_LOCAL_DMA_LKEY) != 0,
             // SAFETY: as in `transport`.
-            read_with_inv: unsafe { bindings::svcrdma_rs_rdma_cap_read_inv(self.as_ptr(), self.port) },
+            read_with_inv: unsafe {
+                bindings::svcrdma_rs_rdma_cap_read_inv(self.as_ptr(), self.port)
+            },
         }
     }
 

@@ -297,7 +297,12 @@ impl DmaMaps {
                 if m.page {
                     bindings::svcrdma_rs_ib_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);
                 } else {
-                    bindings::svcrdma_rs_ib_dma_unmap_single(self.dev.as_ptr(), m.addr, m.len, m.dir);
+                    bindings::svcrdma_rs_ib_dma_unmap_single(
+                        self.dev.as_ptr(),
+                        m.addr,
+                        m.len,
+                        m.dir,
+                    );
                 }
             }
         }

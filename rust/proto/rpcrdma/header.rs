@@ -480,21 +480,6 @@ fn write_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<WriteList<'a>, 
 /// Decodes and validates the transport header of a received call at the
 /// start of `buf` (see the module documentation for the rules).
 pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
-    decode_inner(buf, limits, true)
-}
-
-/// Decodes a transport header kept apart from its RPC message: the first
-/// `hdr_len` bytes of a buffer [`decode`] accepted. The same rules apply,
-/// except that an `RDMA_MSG` header need not be followed by anything.
-pub fn decode_kept<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeError> {
-    decode_inner(buf, limits, false)
-}
-
-fn decode_inner<'a>(
-    buf: &'a [u8],
-    limits: &Limits,
-    need_body: bool,
-) -> Result<Header<'a>, DecodeError> {
     let mut r = Reader::new(buf);
     let (Some(xid), Some(vers)) = (r.u32(), r.u32()) else {
         return Err(DecodeError::TooShort);
@@ -528,7 +513,7 @@ fn decode_inner<'a>(
     let pz = reads.position_zero().is_some();
     match proc_ {
         Proc::Msg if pz => return Err(err(ChunkError::MsgWithPositionZero)),
-        Proc::Msg if need_body && r.remaining() == 0 => return Err(err(ChunkError::EmptyBody)),
+        Proc::Msg if r.remaining() == 0 => return Err(err(ChunkError::EmptyBody)),
         Proc::NoMsg if !pz => return Err(err(ChunkError::NoMsgWithoutPositionZero)),
         _ => {}
     }

@@ -38,4 +38,4 @@ pub use chunk::{Chunk, ReadChunk, ReadList, ReadSegment, Segment, WriteList};
 pub use encode::{
     encode_error_chunk, encode_error_for, encode_error_vers, encode_reply, reply_len, EncodeError,
 };
-pub use header::{decode, decode_kept, ChunkError, DecodeError, Header, Limits, Proc, Shape};
+pub use header::{decode, ChunkError, DecodeError, Header, Limits, Proc, Shape};

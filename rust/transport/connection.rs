@@ -24,7 +24,7 @@ use kernel::{
 };
 
 use super::{
-    ctxt::CallCtxt,
+    ctxt::{CallCtxt, CtxtPool},
     frmr::{FrmrPool, MrFree},
     registry::{ConnAttrs, ConnView, Registry},
     sq_slots::SendQueue,
@@ -77,13 +77,6 @@ impl Drop for Resources {
     }
 }
 
-/// The pool of per-RPC contexts.
-struct CtxtPool {
-    free: KVec<KBox<CallCtxt>>,
-    /// Contexts in existence (free or in use).
-    total: usize,
-}
-
 /// A connected transport.
 ///
 /// Its CM id and QP deliver their events to it ([`CmHandler`],
@@ -98,7 +91,7 @@ pub(crate) struct Connection {
     xprt: SvcXprt,
     /// Per-RPC contexts (each keeps the device it maps on).
     #[pin]
-    ctxts: SpinLock<CtxtPool>,
+    ctxts: CtxtPool,
     /// Set once accept has built them.
     res: SetOnce<Resources>,
     /// Free send-queue slots (closed with the connection). After `res`:
@@ -207,10 +200,7 @@ impl Connection {
         let id = registry.next_conn_id();
         try_pin_init!(Self {
             xprt: SvcXprt::uninit(),
-            ctxts <- new_spinlock!(CtxtPool {
-                free: KVec::new(),
-                total: 0,
-            }),
+            ctxts <- CtxtPool::new(),
             res: SetOnce::new(),
             sq <- SendQueue::empty(),
             mr_free <- MrFree::empty(),
@@ -450,16 +440,7 @@ impl Connection {
         // completion path never allocates.
         let reads = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         self.ready.lock().reads = reads;
-        let mut free = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
-        for _ in 0..ctxts {
-            let c = CallCtxt::new(dev)?;
-            free.push(c, GFP_KERNEL)?;
-        }
-        {
-            let mut pool = self.ctxts.lock();
-            pool.total = free.len();
-            pool.free = free;
-        }
+        self.ctxts.fill(dev, ctxts, max_ctxts)?;
         self.mr_free.reserve(mrs)
     }
 
@@ -511,32 +492,11 @@ impl Connection {
     /// client that sends more Calls than it may have in flight is told,
     /// not left waiting for a Reply that never comes.
     pub(crate) fn ctxt_get(&self, for_answer: bool) -> Option<KBox<CallCtxt>> {
-        {
-            let mut pool = self.ctxts.lock();
-            let bound = pool.free.capacity();
-            let limit = if for_answer {
-                bound
-            } else {
-                bound.saturating_sub(1)
-            };
-            let in_use = pool.total.saturating_sub(pool.free.len());
-            if in_use >= limit {
-                return None;
-            }
-            if let Some(mut c) = pool.free.pop() {
-                c.reset();
-                return Some(c);
-            }
-            pool.total += 1;
-        }
-        let made = self.res().map(|r| CallCtxt::new(r.ep.dma_dev()));
-        match made {
-            Some(Ok(c)) => Some(c),
-            _ => {
-                self.ctxts.lock().total -= 1;
-                None
-            }
-        }
+        self.ctxts.get(for_answer, || {
+            self.res()
+                .ok_or(ENOTCONN)
+                .and_then(|r| CallCtxt::new(r.ep.dma_dev()))
+        })
     }
 
     /// Gives a context back.
@@ -552,13 +512,7 @@ impl Connection {
             self.close();
             c.args.drop_mrs();
         }
-        let mut pool = self.ctxts.lock();
-        // Capacity for the bound was reserved at creation.
-        if let Err(c) = pool.free.push_within_capacity(c) {
-            pool.total -= 1;
-            drop(pool);
-            drop(c);
-        }
+        self.ctxts.put(c);
     }
 
     /// A Call's RDMA Reads completed ([`super::rw::reads_finished`]): it

@@ -15,7 +15,11 @@
 //! pool has one context per credit, and grows (to a bound) only for a
 //! client that sends more Calls than it was granted.
 
-use kernel::{prelude::*, sync::atomic::Atomic};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{atomic::Atomic, SpinLock},
+};
 
 use crate::{
     proto::{
@@ -222,5 +226,92 @@ impl Drop for CallCtxt {
         // The send buffer unmaps as it drops: no work request uses it, as a
         // posted Reply holds its context until its last completion, and
         // every other post is waited for.
+    }
+}
+
+/// A connection's per-RPC contexts: those not in use, kept for the next
+/// RPC, and a bound on how many exist.
+#[pin_data]
+pub(crate) struct CtxtPool {
+    #[pin]
+    inner: SpinLock<PoolInner>,
+}
+
+struct PoolInner {
+    /// Contexts not in use; its capacity is the bound.
+    free: KVec<KBox<CallCtxt>>,
+    /// Contexts in existence (free or in use).
+    total: usize,
+}
+
+impl CtxtPool {
+    /// No context, and none may be made until [`CtxtPool::fill`].
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            inner <- new_spinlock!(PoolInner {
+                free: KVec::new(),
+                total: 0,
+            }),
+        })
+    }
+
+    /// Makes `n` contexts on `dev` and bounds the pool at `max` (at
+    /// accept, before any use).
+    pub(crate) fn fill(&self, dev: &DmaDev, n: usize, max: usize) -> Result {
+        let mut free = KVec::with_capacity(max, GFP_KERNEL)?;
+        for _ in 0..n {
+            free.push(CallCtxt::new(dev)?, GFP_KERNEL)?;
+        }
+        let mut pool = self.inner.lock();
+        pool.total = free.len();
+        pool.free = free;
+        Ok(())
+    }
+
+    /// A context for a new RPC: a free one, reset, or one `make` makes
+    /// while the pool is below its bound. Only `for_answer` (the RDMA_ERROR
+    /// answering a Call over the bound) may take the last context of the
+    /// bound.
+    pub(crate) fn get(
+        &self,
+        for_answer: bool,
+        make: impl FnOnce() -> Result<KBox<CallCtxt>>,
+    ) -> Option<KBox<CallCtxt>> {
+        {
+            let mut pool = self.inner.lock();
+            let bound = pool.free.capacity();
+            let limit = if for_answer {
+                bound
+            } else {
+                bound.saturating_sub(1)
+            };
+            let in_use = pool.total.saturating_sub(pool.free.len());
+            if in_use >= limit {
+                return None;
+            }
+            if let Some(mut c) = pool.free.pop() {
+                c.reset();
+                return Some(c);
+            }
+            pool.total += 1;
+        }
+        match make() {
+            Ok(c) => Some(c),
+            Err(_) => {
+                self.inner.lock().total -= 1;
+                None
+            }
+        }
+    }
+
+    /// Takes back `c`, already reset; frees it if the pool is full.
+    pub(crate) fn put(&self, c: KBox<CallCtxt>) {
+        let mut pool = self.inner.lock();
+        // Room for the bound was reserved by `fill`.
+        if let Err(c) = pool.free.push_within_capacity(c) {
+            pool.total -= 1;
+            drop(pool);
+            drop(c);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! A pool that nfsd threads wait on in turn, and that a closing connection
 //! empties of waiters at once.
 //!
-//! A connection's send-queue slots ([`super::sq::SendQueue`]) and its FRMR
+//! A connection's send-queue slots ([`super::sq_slots::SendQueue`]) and its FRMR
 //! entries ([`super::frmr::MrFree`]) are each one [`FairPool`]: its stock
 //! behind one lock, and two wait queues. A thread that cannot be served at
 //! once takes a ticket; tickets are served in the order they were taken, so

@@ -133,11 +133,16 @@ hostile_test() {
 	cat /tmp/hostile_volume.out
 	# HOSTILE_KEEP=1: both clients' whole output goes to the run directory
 	# (shared with the host: scripts/vm-run --keep DIR keeps it), named by
-	# server and model; the suite's log shows only a failure's last lines.
-	if [ -n "${HOSTILE_KEEP:-}" ] && [ -d "${svcrdma_run:-}" ]; then
-		cp /tmp/hostile.out "$svcrdma_run/hostile-${SERVER:-rs}-${model:-c}.out" &&
-			cp /tmp/hostile_volume.out "$svcrdma_run/hostile_volume-${SERVER:-rs}-${model:-c}.out" ||
-			echo "HOSTILE_KEEP: could not copy the clients' output to $svcrdma_run"
+	# server and configuration (DEV_MEMREG); the suite's log shows only a
+	# failure's last lines.
+	if [ -n "${HOSTILE_KEEP:-}" ]; then
+		local keep="${SERVER:-rs}-${tag:-${model:-unknown}}"
+		if [ -d "${svcrdma_run:-}" ] && cp /tmp/hostile.out "$svcrdma_run/hostile-$keep.out" &&
+			cp /tmp/hostile_volume.out "$svcrdma_run/hostile_volume-$keep.out"; then
+			echo "HOSTILE_KEEP: hostile-$keep.out and hostile_volume-$keep.out kept" >&"$HOSTILE_OUT"
+		else
+			echo "HOSTILE_KEEP: could not keep the clients' output (run directory '${svcrdma_run:-}')" >&"$HOSTILE_OUT"
+		fi
 	fi
 	grep -a '^hostile_volume: seed' /tmp/hostile_volume.out >&"$HOSTILE_OUT" || true
 	rm -f /tmp/hostile.run

@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use kernel::{prelude::*, str::CString};
+use kernel::{prelude::*, str::CString, types::Opaque};
 
 use crate::{
     bindings,
@@ -12,9 +12,13 @@ use crate::{
 };
 
 /// A device a CM id is bound to; borrowed for as long as that id lives.
+///
+/// The device is C's, which may change parts of it at any time (counts,
+/// locks, lists): it is borrowed as [`Opaque`], and only its name and
+/// attributes, fixed once it is registered, are read as Rust values.
 #[derive(Clone, Copy)]
 pub(crate) struct Device<'a> {
-    dev: &'a bindings::ib_device,
+    dev: &'a Opaque<bindings::ib_device>,
     port: u32,
 }
 
@@ -25,24 +29,43 @@ impl<'a> Device<'a> {
     ///
     /// `dev` must be the live device of a CM id that outlives `'a`.
     pub(crate) unsafe fn from_raw(dev: *mut bindings::ib_device, port: u32) -> Option<Self> {
-        // SAFETY: non-null devices are live for `'a` (caller's promise).
-        unsafe { dev.as_ref() }.map(|dev| Self { dev, port })
-    }
-
-    /// The C object, borrowed.
-    pub(super) fn raw(&self) -> &'a bindings::ib_device {
-        self.dev
+        // SAFETY: non-null devices are live for `'a` (caller's promise);
+        // `Opaque<T>` has the layout of `T`.
+        unsafe { dev.cast::<Opaque<bindings::ib_device>>().as_ref() }.map(|dev| Self { dev, port })
     }
 
     /// The C object.
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_device {
-        core::ptr::from_ref(self.dev).cast_mut()
+        self.dev.get()
     }
 
-    /// The device's name (`rxe0`, `siw0`, `mlx5_0`, …).
-    pub(crate) fn name(&self) -> &'a CStr {
-        // SAFETY: `name` is a NUL-terminated array inside the live device.
-        unsafe { CStr::from_char_ptr(self.dev.name.as_ptr()) }
+    /// The device's name (`rxe0`, `siw0`, `mlx5_0`, …), copied: a rename
+    /// from user space (`ib_device_rename`) may rewrite it at any time, so
+    /// it is read once, byte by byte up to its NUL, and never borrowed.
+    pub(crate) fn name(&self) -> DevName {
+        /// The length of the array `p` points to.
+        fn array_len<T, const N: usize>(_: *const [T; N]) -> usize {
+            N
+        }
+        // SAFETY: a field of the live device; no reference is made.
+        let name = unsafe { core::ptr::addr_of!((*self.as_ptr()).name) };
+        let cap = array_len(name).min(NAME_MAX - 1);
+        let p = name.cast::<u8>();
+        let mut out = DevName {
+            len: 0,
+            buf: [0; NAME_MAX],
+        };
+        while out.len < cap {
+            // SAFETY: below the array's length, in the live device; read
+            // volatile, as a rename may be writing it.
+            let b = unsafe { p.add(out.len).read_volatile() };
+            if b == 0 {
+                break;
+            }
+            out.buf[out.len] = b;
+            out.len += 1;
+        }
+        out
     }
 
     /// The transport of the port the id is bound to.
@@ -66,7 +89,7 @@ impl<'a> Device<'a> {
     /// What the device can do for registration, as reported (before any
     /// test override).
     pub(crate) fn caps(&self) -> DeviceCaps {
-        let a = &self.dev.attrs;
+        let a = self.attrs();
         DeviceCaps {
             fast_reg: a.device_cap_flags & bindings::IB_DEVICE_MEM_MGT_EXTENSIONS as u64 != 0,
             max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
@@ -80,7 +103,9 @@ impl<'a> Device<'a> {
 
     /// The device's limits.
     pub(crate) fn attrs(&self) -> &'a bindings::ib_device_attr {
-        &self.dev.attrs
+        // SAFETY: the device is live for `'a`; the driver fills `attrs`
+        // before it registers the device and nothing writes them after.
+        unsafe { &*core::ptr::addr_of!((*self.as_ptr()).attrs) }
     }
 }
 
@@ -95,15 +120,6 @@ pub(crate) struct DevName {
 }
 
 impl DevName {
-    /// Copies `name` (truncated to 63 bytes).
-    pub(crate) fn new(name: &CStr) -> Self {
-        let b = name.to_bytes();
-        let len = b.len().min(NAME_MAX - 1);
-        let mut buf = [0u8; NAME_MAX];
-        buf[..len].copy_from_slice(&b[..len]);
-        Self { len, buf }
-    }
-
     /// The name's bytes.
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]

@@ -49,7 +49,7 @@ unsafe impl Sync for DmaDev {}
 impl DmaDev {
     /// Holds `dev` registered; `ENODEV` if it is being unregistered.
     pub(crate) fn new(dev: &Device<'_>) -> Result<Self> {
-        Self::hold(NonNull::from(dev.raw()))
+        Self::hold(NonNull::new(dev.as_ptr()).ok_or(ENODEV)?)
     }
 
     /// Another count on the same device (which cannot be refused: ours

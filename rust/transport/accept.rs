@@ -32,7 +32,7 @@ use crate::{
         inline::{server_private, Depths},
         memreg::{decide, Model},
     },
-    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, DevName, Pd},
+    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, Pd},
     sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
 };
@@ -315,7 +315,7 @@ pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
     let Some(dev) = id.device() else {
         return;
     };
-    let name = DevName::new(dev.name());
+    let name = dev.name();
     let transport = dev.transport();
     let raw_caps = dev.caps();
     listener.registry.note_device(name, transport, raw_caps);

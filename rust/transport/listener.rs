@@ -186,7 +186,7 @@ impl Listener {
     /// listening id stale and has the work item replace it. Events on any
     /// other id (one already replaced) change nothing.
     fn lost(self: Pin<&Self>, id: CmIdRef<'_>, kind: CmEventKind) {
-        let dev = id.device().map(|d| DevName::new(d.name()));
+        let dev = id.device().map(|d| d.name());
         let mut s = self.listen.lock();
         let current = s.id.as_ref().is_some_and(|cur| cur.is(&id));
         if s.closed || s.stale || !current {
@@ -255,7 +255,7 @@ impl Listener {
         };
         match listening {
             Some(id) => {
-                let dev = id.device().map(|d| DevName::new(d.name()));
+                let dev = id.device().map(|d| d.name());
                 // Stored under the lock it was made under: an event on it
                 // (its handler takes the lock) finds it in place.
                 s.id = Some(id);

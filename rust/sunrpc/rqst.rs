@@ -256,6 +256,19 @@ impl Piece {
     }
 }
 
+/// Slots of a request's Reply page array from `rq_respages` on: up to
+/// `rq_page_end`, which sunrpc keeps in the same array (7.x kernels give the
+/// Reply an array of its own, apart from `rq_pages`). 0 if they are unset.
+fn reply_slots(r: &bindings::svc_rqst) -> usize {
+    if r.rq_respages.is_null() || r.rq_page_end.is_null() {
+        return 0;
+    }
+    // SAFETY: both point into the Reply's page array (`svc_alloc_arg`
+    // sets `rq_page_end` to `&rq_respages[rq_maxpages]`).
+    let n = unsafe { r.rq_page_end.offset_from(r.rq_respages) };
+    usize::try_from(n).unwrap_or(0).min(r.rq_maxpages)
+}
+
 impl<'a, C> Rqst<'a, C> {
     /// Borrows the request sunrpc passed to an op.
     ///
@@ -528,13 +541,7 @@ impl<'a, C> Rqst<'a, C> {
         // `rq_next_page` within it).
         let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
         let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        // Slots of the page array from `rq_respages` on.
-        // SAFETY: both point into the `rq_pages` array.
-        let skip = unsafe { r.rq_respages.offset_from(r.rq_pages) };
-        let cap = usize::try_from(skip)
-            .ok()
-            .and_then(|k| r.rq_maxpages.checked_sub(k))
-            .ok_or(EINVAL)?;
+        let cap = reply_slots(r);
         let res = &r.rq_res;
         // Where the page list starts among the Reply's pages, if it lies in
         // them (it is `rq_respages + 1` as `svc_process` sets it up).
@@ -609,6 +616,11 @@ impl<'a, C> Rqst<'a, C> {
             out.pages.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
             *slot = core::ptr::null_mut();
         }
+        // sunrpc refills the emptied slots of `[rq_respages, rq_next_page)`
+        // only (`svc_alloc_arg`): those taken past it are brought into that
+        // range, or the next request would find them empty.
+        // SAFETY: `n` is at most `cap`, within the array or one past it.
+        r.rq_next_page = unsafe { r.rq_respages.add(n) };
         // INVARIANT: the layout of the Reply whose pages were just taken.
         out.reply = layout;
         Ok(())
@@ -621,16 +633,12 @@ impl<'a, C> Rqst<'a, C> {
     pub(crate) fn give_back_reply_pages(&mut self, pages: &mut HeldPages) {
         pages.reply = None;
         let r = self.r_mut();
-        // The slots from `rq_respages` on (`take_reply_pages` may take
-        // past `rq_next_page`).
-        let n = if r.rq_respages.is_null() || r.rq_pages.is_null() {
+        // The Reply's slots (`take_reply_pages` may take past the
+        // `rq_next_page` it found, and moves it past them).
+        let n = if r.rq_respages.is_null() {
             0
         } else {
-            // SAFETY: both point into the `rq_pages` array.
-            usize::try_from(unsafe { r.rq_respages.offset_from(r.rq_pages) })
-                .ok()
-                .and_then(|k| r.rq_maxpages.checked_sub(k))
-                .unwrap_or(0)
+            reply_slots(r)
         };
         for (i, page) in pages.pages.drain_all().enumerate() {
             // SAFETY: `i` is inside the array when below `n`.

@@ -486,10 +486,12 @@ t_tracepoints_rxe() {
 		>/tmp/trace.hostile2 2>&1 || rc2=$?
 	rd $P/debug_caps; caps0=$REPLY
 	rd $P/memreg; memreg0=$REPLY
-	# Put back on any way out of this test's subshell.
-	trap 'echo "$caps0" >$P/debug_caps; echo "$memreg0" >$P/memreg' EXIT
+	# Put back if the test fails (exits) before the restore below, which
+	# then clears the trap; its errors cannot change the test's outcome.
+	trap '{ echo "$caps0" >$P/debug_caps; echo "$memreg0" >$P/memreg; } 2>/dev/null || true' EXIT
 	echo no_fast_reg >$P/debug_caps && echo frmr >$P/memreg || fail "cannot set debug_caps/memreg"
 	connect ""
+	trap - EXIT
 	echo "$caps0" >$P/debug_caps || fail "cannot restore debug_caps '$caps0'"
 	echo "$memreg0" >$P/memreg || fail "cannot restore memreg '$memreg0'"
 	[ "$RESULT" != ESTABLISHED ] || release_conn

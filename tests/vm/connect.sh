@@ -275,7 +275,9 @@ matrix() {
 				else
 					[ "$RESULT" = ESTABLISHED ] || fail "$dev [$caps] memreg=$memreg dma_mr=$dma: $CM_LINE, want $want"
 					rd $CONN/memreg
-					[ "$REPLY" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$REPLY, want $want"; }
+					# Kept: release_conn sets REPLY.
+					got=$REPLY
+					[ "$got" = "$want" ] || { release_conn; fail "$dev [$caps] $memreg/$dma: connection memreg=$got, want $want"; }
 					rd $CONN/device; got=$REPLY; rd $CONN/transport; got+=" $REPLY"
 					[ "$got" = "$dev $transport" ] || fail "connection device/transport wrong: $got"
 					rd $CONN/frmr_pool

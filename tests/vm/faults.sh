@@ -185,9 +185,11 @@ t_client_killed_mid_transfer() {
 # response until they time out, ~17 s) must not hold nfsd threads: Reads
 # are posted and left to complete on their own (rw::prepare_reads,
 # sq::post_reads). With one nfsd thread, while the dead peer's Reads are
-# in flight, a stat from an NFSv3-over-TCP client is served within 2 s
-# (a module whose threads wait for their Reads parks the only thread
-# there). Then the peer disconnects: the connection goes within 5 s, the
+# in flight, a stat from an NFSv3-over-TCP client is served within 3 s of
+# what the same stat took just before (a module whose threads wait for
+# their Reads parks the only thread there until they time out: ~15 s
+# more). The baseline is measured because a new process alone takes 1 to
+# 3 s under TCG on a busy host (CI once saw 3.3 s against a fixed 2 s). Then the peer disconnects: the connection goes within 5 s, the
 # Reads' contexts, MRs and pages with it (kmemleak, the pool counters), and
 # a new stat is served (5 s, a process start included).
 t_dead_peer_parks_no_thread() {
@@ -197,6 +199,17 @@ t_dead_peer_parks_no_thread() {
 	nfs_mount "vers=3,proto=tcp,port=2049,noac,nolock" $tm || fail "mount over TCP failed"
 	echo probe >$tm/probe
 	echo 1 >/proc/fs/nfsd/threads
+	# The same stat with nothing in flight, twice (the slower counts).
+	local base=0 bound i
+	for i in 1 2; do
+		t0=${EPOCHREALTIME/./}
+		timeout 60 stat -c %s $tm/probe >/dev/null || fail "stat over TCP with one nfsd thread failed"
+		dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		((dt > base)) && base=$dt
+	done
+	bound=$((base + 3000))
+	((bound > 8000)) && bound=8000
+	echo "stat over TCP with one nfsd thread, nothing in flight: ${base} ms (bound below: ${bound} ms)"
 	coproc PARK { exec /usr/bin/python3 "$PARK_PY" "$ip" $PORT --calls 16 2>/tmp/park.err; }
 	# Copies: bash closes the coprocess's own descriptors when it exits.
 	exec {pin}<&"${PARK[0]}" {pout}>&"${PARK[1]}"
@@ -218,9 +231,9 @@ t_dead_peer_parks_no_thread() {
 	timeout 60 stat -c %s $tm/probe >/dev/null || { echo go >&$pout; fail "the TCP client was not served within 60 s while a dead peer's Reads were in flight: they held the only nfsd thread"; }
 	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
 	echo "stat over TCP with one nfsd thread, a dead peer's Reads in flight: ${dt} ms"
-	if ((dt > 2000)); then
+	if ((dt > bound)); then
 		echo go >&$pout
-		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound 2000 ms): they held the only nfsd thread"
+		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound ${bound} ms, ${base} ms with nothing in flight): they held the only nfsd thread"
 	fi
 	echo go >&$pout
 	l=

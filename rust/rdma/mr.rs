@@ -459,7 +459,20 @@ impl Drop for MrTable {
             // An entry whose deregistration failed: its MR goes first (the
             // QP that could use it is gone before the table, as for
             // `Mr::drop`), then its mapping, then the pages it kept.
-            drop(slot.take());
+            if let Some(mr) = slot.take() {
+                // SAFETY: the QP that could use the MR is gone (above).
+                if let Err(mr) = unsafe { mr.deregister() } {
+                    // Refused twice: the device may still translate through
+                    // the MR, so the MR, its mapping and its pages stay
+                    // allocated for good. A leak, not a use after free.
+                    core::mem::forget(mr);
+                    crate::log::pr_err_ratelimited!(
+                        "an MR could not be deregistered twice; its pages stay allocated\n"
+                    );
+                    *pinned = false;
+                    continue;
+                }
+            }
             let n = mapped.map_or(0, |n| n as usize);
             Entry::unmap(&self.dev, sgl, mapped);
             for sg in sgl.iter_mut().take(n) {

@@ -92,11 +92,15 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
         }
     };
     sent.map_err(|e| {
-        pr_warn_ratelimited!(
-            "connection {}: sending a Reply failed: error {}, closing\n",
-            conn.id,
-            e.to_errno()
-        );
+        // ENOTCONN: the connection was already going (a client that
+        // disconnected with a Reply due), which its own event has logged.
+        if e != ENOTCONN {
+            pr_warn_ratelimited!(
+                "connection {}: sending a Reply failed: error {}, closing\n",
+                conn.id,
+                e.to_errno()
+            );
+        }
         conn.close();
         ENOTCONN
     })

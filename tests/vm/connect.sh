@@ -454,6 +454,51 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 an
 	((REPLY > chunk0)) || fail "rdma_errors_chunk did not move ($chunk0 -> $REPLY) for a bad procedure"
 }
 
+# svcrdma-stat under load (issue 21): while a writer keeps an RDMA mount
+# busy, the tool refreshed every 2 s shows the mount's connection moving
+# data in its interval tables (RPC/s above 0, MB/s in at least 0.5: 1 MiB
+# direct writes, each read by RDMA), no error, as JSON and as the table
+# an admin reads; the table goes to the log.
+t_stat_under_load_rxe() {
+	IP=$(cat /tmp/guest_ip)
+	local m=/mnt/statload c n max=0 wpid rc=0
+	mkdir -p $m
+	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 "$IP:/" $m ||
+		fail "mount over RDMA failed"
+	for c in $S/connections/*; do
+		n=${c##*/}
+		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
+	done
+	((max > 0)) || fail "no connection in $S/connections"
+	rm -f /tmp/statload.stop
+	(while [ ! -e /tmp/statload.stop ]; do
+		dd if=/dev/zero of=$m/statload.dat bs=1M count=16 oflag=direct status=none || exit 1
+	done) &
+	wpid=$!
+	"$ROOT/scripts/svcrdma-stat" -i 2 -c 3 >/tmp/statload.table 2>&1 || rc=$?
+	"$ROOT/scripts/svcrdma-stat" --json -i 2 -c 2 >/tmp/statload.json 2>&1 || rc=$?
+	touch /tmp/statload.stop
+	wait $wpid || fail "the writer failed"
+	sed 's/^/svcrdma-stat: /' /tmp/statload.table >&"$CONNECT_OUT"
+	[ "$rc" = 0 ] || fail "svcrdma-stat exited $rc: $(tail -n 3 /tmp/statload.json)"
+	/usr/bin/python3 -c 'import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, lines
+j = json.loads(lines[1])
+assert j["interval_s"] and j["interval_s"] > 1, j["interval_s"]
+c = [x for x in j["connections"] if x["id"] == int(sys.argv[2])]
+assert c, "no row for the connection"
+c = c[0]
+assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.5 and c["errors"] == 0, c' /tmp/statload.json $max ||
+		fail "svcrdma-stat's second refresh does not show connection $max moving data: $(tail -c 600 /tmp/statload.json)"
+	# The table's last refresh (an interval): the connection's row, RPC/s above 0.
+	awk -v id="$max" '/^svcrdma_rs: .*last/ { blk = 1; seen = 0; next }
+		blk && $1 == id { seen = ($6 + 0 > 0) } END { exit !seen }' /tmp/statload.table ||
+		fail "svcrdma-stat's last table has no busy row for connection $max: $(tail -n 6 /tmp/statload.table)"
+	rm -f $m/statload.dat
+	timeout 60 umount $m || fail "umount failed"
+}
+
 # Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs,
 # - hostile.py's bad version records the connection's accept, its
 #   decode_err and RDMA_ERROR (name and XID), and the CM's DISCONNECTED
@@ -568,7 +613,7 @@ t_teardown_clean() {
 
 # Figures for the log even when a test passes (t_run hides its output).
 exec {CONNECT_OUT}>&1
-t_plan 14
+t_plan 15
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
@@ -578,6 +623,7 @@ t_run matrix_rxe t_matrix_rxe
 t_run real_nfs_client_connects t_real_nfs_client_connects
 t_run first_call_answered_rxe t_first_call_answered_rxe
 t_run counters_rxe t_counters_rxe
+t_run stat_under_load_rxe t_stat_under_load_rxe
 t_run tracepoints_rxe t_tracepoints_rxe
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw

@@ -456,8 +456,9 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 an
 
 # svcrdma-stat under load (issue 21): while a writer keeps an RDMA mount
 # busy, the tool refreshed every 2 s shows the mount's connection moving
-# data in its interval tables (RPC/s above 0, MB/s in at least 0.5: 1 MiB
-# direct writes, each read by RDMA), no error, as JSON and as the table
+# data in its interval tables (RPC/s above 0, MB/s in at least 0.1: 1 MiB
+# direct writes, each read by RDMA, move ~1 MB/s under TCG, where their
+# inline bytes alone would be ~0.001), no error, as JSON and as the table
 # an admin reads; the table goes to the log.
 t_stat_under_load_rxe() {
 	IP=$(cat /tmp/guest_ip)
@@ -489,7 +490,7 @@ assert j["interval_s"] and j["interval_s"] > 1, j["interval_s"]
 c = [x for x in j["connections"] if x["id"] == int(sys.argv[2])]
 assert c, "no row for the connection"
 c = c[0]
-assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.5 and c["errors"] == 0, c' /tmp/statload.json $max ||
+assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.1 and c["errors"] == 0, c' /tmp/statload.json $max ||
 		fail "svcrdma-stat's second refresh does not show connection $max moving data: $(tail -c 600 /tmp/statload.json)"
 	# The table's last refresh (an interval): the connection's row, RPC/s above 0.
 	awk -v id="$max" '/^svcrdma_rs: .*last/ { blk = 1; seen = 0; next }

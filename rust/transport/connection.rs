@@ -478,7 +478,12 @@ impl Connection {
         if n > total {
             return Err(EMSGSIZE);
         }
-        self.mr_free.take(n, out, || self.closing())
+        self.mr_free.take(
+            n,
+            out,
+            || self.closing(),
+            || count(&self.stats.c.mr_waits, 1),
+        )
     }
 
     /// Returns the FRMR pool entries in `held`.

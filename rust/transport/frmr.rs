@@ -67,28 +67,26 @@ impl MrFree {
     }
 
     /// Moves `n` free entries into `out` (which has room for them), waiting
-    /// in turn while others hold them; fails with `ENOTCONN` once the pool
-    /// is closed or `closing()`. The caller checks that the pool has `n`.
+    /// in turn while others hold them (`on_wait` runs first when it must
+    /// wait); fails with `ENOTCONN` once the pool is closed or `closing()`.
+    /// The caller checks that the pool has `n`.
     pub(crate) fn take(
         &self,
         n: usize,
         out: &mut KVec<MrLease>,
         closing: impl Fn() -> bool,
+        on_wait: impl FnOnce(),
     ) -> Result {
-        self.acquire(
-            closing,
-            || {},
-            |free| {
-                if free.len() < n {
-                    return None;
-                }
-                for _ in 0..n {
-                    // `out` has room (reserved by the caller); `free` has `n`.
-                    let _ = free.pop().map(|l| out.push_within_capacity(l));
-                }
-                Some(())
-            },
-        )
+        self.acquire(closing, on_wait, |free| {
+            if free.len() < n {
+                return None;
+            }
+            for _ in 0..n {
+                // `out` has room (reserved by the caller); `free` has `n`.
+                let _ = free.pop().map(|l| out.push_within_capacity(l));
+            }
+            Some(())
+        })
     }
 
     /// Returns the entries in `held`.

@@ -101,6 +101,8 @@ counters! { $;
     mr_inv_remote,
     /// Times an nfsd thread waited for send-queue slots.
     sq_waits,
+    /// Times an nfsd thread waited for FRMR pool entries (MRs).
+    mr_waits,
     /// Times every receive buffer was waiting for nfsd (none posted).
     recv_starved,
     /// Work requests that completed with an error (flushes not counted).

@@ -407,11 +407,15 @@ t_lazy_mr_pool() {
 # max_sge_rd = 32 pages per MR there), and each segment is read into its
 # own MR. A Call needing more MRs than the pool holds is answered with
 # ERR_CHUNK instead (issue 22 item 5), so the cap is one WRITE's worth. Every writer must finish within
-# 120 s and its file read back equal (a release that wakes nobody leaves
-# them asleep until the client gives up on the connection).
+# 120 s and its file read back equal, threads must have waited for MRs
+# (the connection's mr_waits counter), and the mount's connection must be
+# the same one throughout: a release that wakes nobody leaves the threads
+# asleep until the client gives up on the connection and reconnects,
+# after which the writers finish (seen: the no_wake mutant's writers all
+# finished, in 106 s, on a new connection).
 POOL_WRITERS=${POOL_WRITERS:-8} POOL_MB=${POOL_MB:-1} POOL_MRS=${POOL_MRS:-8}
 t_pool_waiters_woken() {
-	local P=/sys/module/svcrdma_rs/parameters i bad=0 pids=() t0
+	local P=/sys/module/svcrdma_rs/parameters i bad=0 pids=() t0 id waits
 	[ -w $P/debug_frmr_pool ] || fail "no debug_frmr_pool parameter (a module built without SVCRDMA_RS_DEBUG)"
 	dmesg_mark
 	echo "$POOL_MRS" >$P/debug_frmr_pool
@@ -419,7 +423,8 @@ t_pool_waiters_woken() {
 	mnt
 	echo 0 >$P/debug_frmr_pool
 	last_conn
-	rd $S/connections/$REPLY/frmr_pool
+	id=$REPLY
+	rd $S/connections/$id/frmr_pool
 	[ "$REPLY" = "$POOL_MRS" ] || fail "the mount's connection has $REPLY MRs, want $POOL_MRS (debug_frmr_pool)"
 	for ((i = 0; i < POOL_WRITERS; i++)); do
 		head -c $((POOL_MB << 20)) /dev/urandom >/tmp/pool.$i
@@ -432,6 +437,11 @@ t_pool_waiters_woken() {
 	for i in "${!pids[@]}"; do wait "${pids[i]}" || bad=$((bad + 1)); done
 	echo "$POOL_WRITERS writers of $POOL_MB MiB through $POOL_MRS MRs: $((SECONDS - t0)) s, $bad failed or timed out"
 	[ $bad = 0 ] || fail "$bad of $POOL_WRITERS writers did not finish within 120 s: threads waiting for MRs not woken?"
+	[ -d $S/connections/$id ] || fail "the mount's connection $id went during the writes (newest now: $(last_conn; echo "$REPLY")): threads waiting for MRs were not woken until the client reconnected?"
+	rd $S/connections/$id/stats/mr_waits
+	waits=$REPLY
+	echo "threads waited for MRs $waits times"
+	[[ $waits =~ ^[0-9]+$ ]] && ((waits > 0)) || fail "mr_waits is '$waits': no thread waited for MRs, so nothing was tested"
 	for ((i = 0; i < POOL_WRITERS; i++)); do
 		cmp /tmp/pool.$i $MNT/pool.$i || fail "pool.$i differs from what was written"
 		rm -f /tmp/pool.$i $MNT/pool.$i

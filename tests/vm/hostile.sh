@@ -24,7 +24,9 @@
 #   HOSTILE_WAIT=20          seconds a message may go unanswered before it
 #                            counts as a hang (or a drop, where allowed)
 #   HOSTILE_KEEP=            1: keep hostile.py's and hostile_volume's whole
-#                            output in the run directory (vm-run --keep)
+#                            output in the run directory (vm-run --keep);
+#                            hostile.py then prints every mismatch (--verbose),
+#                            not only its first 30
 #   HOSTILE_PAUSE=5          seconds the well-behaved client rests between
 #                            its rounds (each writes and reads back 1 MiB):
 #                            it shows the mount serving correct data all
@@ -110,7 +112,7 @@ hostile_test() {
 	fi
 	rc=0
 	/usr/bin/python3 "$HOSTILE_PY" "$ip" "$PORT" --seed "$HOSTILE_SEED" --random "$n" \
-		--timeout "$wait" --progress 100000 --grant "$grant" >/tmp/hostile.out 2>&1 || rc=$?
+		--timeout "$wait" --progress 100000 --grant "$grant" ${HOSTILE_KEEP:+--verbose} >/tmp/hostile.out 2>&1 || rc=$?
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	# Its part of the log, before hostile_volume's may wrap the ring.

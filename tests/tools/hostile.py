@@ -618,9 +618,11 @@ def rpc_reply(b, xid):
 
 def check_any_rpc(client, case, proc, chunks, body):
     """A call the RFC lets the server refuse at the RPC level: any RPC
-    reply to it (inline, or in the reply chunk offered)."""
+    reply to it (inline, or in the reply chunk offered), accepted or not."""
     if proc == RDMA_NOMSG:
-        return check_reply_chunk(client, case, proc, chunks, body)
+        body, problem = reply_chunk_body(client, chunks)
+        if problem:
+            return problem
     try:
         d = Dec(body)
         rx, mtype = d.u(), d.u()
@@ -632,8 +634,23 @@ def check_any_rpc(client, case, proc, chunks, body):
     return None
 
 
+def offered_reply_chunk(msg):
+    """Whether the call msg offers a Reply chunk."""
+    try:
+        d = Dec(msg)
+        d.off = 16
+        return parse_chunks(d)[2] is not None
+    except (IndexError, ValueError):
+        return False
+
+
 def check_null(client, case, proc, chunks, body):
-    """A NULL reply: inline, no chunks used but those offered."""
+    """A NULL reply: inline, no chunks used but those offered. A call that
+    offers a Reply chunk may have its reply there (RDMA_NOMSG) even when it
+    would fit inline: RFC 8166 leaves the choice to the responder (the C
+    svcrdma uses the chunk whenever one is offered)."""
+    if proc == RDMA_NOMSG and offered_reply_chunk(case.msg):
+        return check_reply_chunk(client, case, proc, chunks, body)
     if proc != RDMA_MSG:
         return f"NULL reply as rdma_proc {proc}"
     if chunks[0]:
@@ -1027,16 +1044,25 @@ def check_write_unused(client, case, proc, chunks, body):
     return None
 
 
+def reply_chunk_body(client, chunks):
+    """The RPC reply an RDMA_NOMSG reply wrote into the reply chunk offered
+    (whose segments its header returns), and None; or None and what is
+    wrong."""
+    if chunks[2] is None:
+        return None, "RDMA_NOMSG reply without a reply chunk"
+    n = sum(s[1] for s in chunks[2])
+    if n > SLOT_DATA:
+        return None, f"reply chunk of {n} bytes, more than offered"
+    return client.data.read(n, (chunks[2][0][2] - client.data.buf) if chunks[2] else 0), None
+
+
 def check_reply_chunk(client, case, proc, chunks, body):
     """A reply inline, or in the reply chunk offered (RDMA_NOMSG)."""
     x = case.xids[0]
     if proc == RDMA_NOMSG:
-        if chunks[2] is None:
-            return "RDMA_NOMSG reply without a reply chunk"
-        n = sum(s[1] for s in chunks[2])
-        if n > SLOT_DATA:
-            return f"reply chunk of {n} bytes, more than offered"
-        body = client.data.read(n, (chunks[2][0][2] - client.data.buf) if chunks[2] else 0)
+        body, problem = reply_chunk_body(client, chunks)
+        if problem:
+            return problem
     problem, off = rpc_reply(body, x)
     return problem
 

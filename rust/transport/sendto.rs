@@ -92,8 +92,9 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
         }
     };
     sent.map_err(|e| {
-        // ENOTCONN: the connection was already going (a client that
-        // disconnected with a Reply due), which its own event has logged.
+        // ENOTCONN: the connection was already going, e.g. a client that
+        // disconnected with a Reply due: no fault of ours to warn about
+        // (the CM event is traced, `svcrdma_rs_cm_event`; QP errors warn).
         if e != ENOTCONN {
             pr_warn_ratelimited!(
                 "connection {}: sending a Reply failed: error {}, closing\n",

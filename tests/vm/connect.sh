@@ -371,6 +371,16 @@ t_real_nfs_client_connects() {
 	umount -f /mnt/x 2>/dev/null || true
 }
 
+# rdma_mount_newest DIR: the export mounted over RDMA at DIR (NFSv4.2,
+# 1 MiB rsize and wsize); the mount's connection, the newest, in REPLY.
+rdma_mount_newest() {
+	mkdir -p "$1"
+	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 \
+		"$(cat /tmp/guest_ip):/" "$1" || fail "mount over RDMA failed"
+	last_conn
+	((REPLY > 0)) || fail "no connection in $S/connections"
+}
+
 # The counters agree with a known workload (issue 21): 8 MiB written and
 # its first 4 MiB read back (direct I/O, rsize=wsize=1M, NFSv4.2) move
 # 8 MiB (and not 9) by RDMA Read and 4 MiB (and not 5) by RDMA Write on
@@ -383,16 +393,10 @@ t_real_nfs_client_connects() {
 # hostile.py move the module's ERR_VERS and ERR_CHUNK counters.
 t_counters_rxe() {
 	IP=$(cat /tmp/guest_ip)
-	local m=/mnt/counters c= n max=0 k v rc=0
+	local m=/mnt/counters c= max k v rc=0
 	local -A got
-	mkdir -p $m
-	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 "$IP:/" $m ||
-		fail "mount over RDMA failed"
-	for c in $S/connections/*; do
-		n=${c##*/}
-		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
-	done
-	((max > 0)) || fail "no connection in $S/connections"
+	rdma_mount_newest $m
+	max=$REPLY
 	c=$S/connections/$max
 	[ -d $c/stats ] || fail "no $c/stats/"
 	head -c $((8 << 20)) /dev/urandom >/tmp/counters.src
@@ -461,16 +465,9 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 an
 # inline bytes alone would be ~0.001), no error, as JSON and as the table
 # an admin reads; the table goes to the log.
 t_stat_under_load_rxe() {
-	IP=$(cat /tmp/guest_ip)
-	local m=/mnt/statload c n max=0 wpid rc=0
-	mkdir -p $m
-	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 "$IP:/" $m ||
-		fail "mount over RDMA failed"
-	for c in $S/connections/*; do
-		n=${c##*/}
-		[[ $n =~ ^[0-9]+$ ]] && ((n > max)) && max=$n
-	done
-	((max > 0)) || fail "no connection in $S/connections"
+	local m=/mnt/statload max wpid rc=0
+	rdma_mount_newest $m
+	max=$REPLY
 	rm -f /tmp/statload.stop
 	(while [ ! -e /tmp/statload.stop ]; do
 		dd if=/dev/zero of=$m/statload.dat bs=1M count=16 oflag=direct status=none || exit 1

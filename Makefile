@@ -127,12 +127,14 @@ bench:
 bench-proto:
 	$(ROOT)/scripts/bench-proto
 
-vm-test:
+# The VM suites load the tree's svcrdma_rs.ko: built first, so that a fresh
+# clone can run any of them directly.
+vm-test: module
 	$(ROOT)/tests/vm/run
 
 # The full-size data-path suites (make check runs data-check, the same
 # suite sized for CI's budget, and dropin).
-vm-test-data:
+vm-test-data: module
 	$(ROOT)/tests/vm/run data data-c
 
 # tests/vm/hostile.sh, faults.sh (full profile) and connect.sh with
@@ -141,10 +143,10 @@ vm-test-data:
 # Calls, default 1,000,000) for other counts, on rxe under memreg=auto;
 # siw:auto, rxe:dma_mr and siw:dma_mr get a quarter of each
 # (HOSTILE_CONFIGS, HOSTILE_RANDOM_OTHER, HOSTILE_VOLUME_OTHER).
-hostile:
+hostile: module
 	$(ROOT)/tests/vm/run hostile faults connect-fuzz stall backchannel-full
 
-stall:
+stall: module
 	$(ROOT)/tests/vm/run stall
 
 # Each planted fault must make its suite fail (tests/vm/run mutants).

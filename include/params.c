@@ -55,7 +55,7 @@ static const struct kernel_param_ops name##_ops = {			\
 SVCRDMA_RS_PARAM_OPS(memreg, SVCRDMA_RS_PARAM_MEMREG);
 module_param_cb(memreg, &memreg_ops, NULL, 0644);
 MODULE_PARM_DESC(memreg,
-		 "Memory registration for RDMA Read sinks: auto (default: FRMR where the device supports it, else a global DMA MR), frmr (refuse devices without it), dma_mr (a global DMA MR even where FRMR works). New connections use a new value.");
+		 "Memory registration for RDMA Read sinks: auto (default: none where no key goes on the wire, i.e. the local DMA MR on InfiniBand/RoCE unless dma_mr=never; FRMR on iWARP; a global DMA MR on devices without FRMR), frmr (FRMR everywhere; refuse devices without it), dma_mr (a global DMA MR even where FRMR works). New connections use a new value.");
 
 SVCRDMA_RS_PARAM_OPS(dma_mr, SVCRDMA_RS_PARAM_DMA_MR);
 module_param_cb(dma_mr, &dma_mr_ops, NULL, 0644);

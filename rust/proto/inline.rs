@@ -16,22 +16,33 @@ pub const RECV_SIZE: u32 = 4096;
 /// The largest reply we send inline, before the client's limit applies. We
 /// advertise it as our Send Size.
 pub const SEND_SIZE: u32 = 4096;
-/// Credits granted per connection (the C svcrdma's default).
-pub const CREDITS: u32 = 64;
+/// Credits granted per connection: the C svcrdma's default since 6.x
+/// (`RPCRDMA_MAX_REQUESTS`, 128 in 7.3), so that a client is never held
+/// to fewer Calls in flight than under the transport we replace.
+pub const CREDITS: u32 = 128;
 /// Receive buffers kept for NFSv4.1 backchannel replies.
 pub const BC_CREDITS: u32 = 2;
 /// Work requests the send queue needs per RPC, at most: the reply's Send
 /// plus, per chunk segment, a registration, an RDMA operation and an
 /// invalidation. Requests beyond the queue's room wait for it.
 pub const SEND_WR_PER_RPC: u32 = 16;
+/// Receive buffers given back by nfsd are posted again this many at a
+/// time, in one call (the C svcrdma posts in batches too). So that the
+/// client's credits are always covered, a connection has `batch - 1`
+/// buffers more than credits and backchannel need: at most that many wait
+/// unposted.
+pub const RECV_BATCH: u32 = 8;
 
 /// Queue sizes of one connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Depths {
     /// Credits granted to the client.
     pub credits: u32,
-    /// Receive buffers posted (credits plus backchannel).
+    /// Receive buffers (credits plus backchannel plus `recv_batch - 1`).
     pub recv_buffers: u32,
+    /// Receive buffers posted again together; 1 on a device too small to
+    /// spare the extra buffers without granting fewer credits.
+    pub recv_batch: u32,
     /// Receive queue work requests (one more, for the drain on teardown).
     pub recv_wr: u32,
     /// Send queue work requests (one more, for the drain on teardown).
@@ -45,15 +56,19 @@ impl Depths {
         let limit = max_qp_wr.min(max_cqe);
         // Each queue also needs one slot for the drain request.
         let room = limit.checked_sub(1)?;
-        let credits = CREDITS.min(room.checked_sub(BC_CREDITS)?);
+        let spare = room.checked_sub(BC_CREDITS)?;
+        let credits = CREDITS.min(spare);
         if credits == 0 {
             return None;
         }
-        let recv_buffers = credits + BC_CREDITS;
+        // Batching never costs a credit: only what is left over pays for it.
+        let recv_batch = (spare - credits + 1).min(RECV_BATCH);
+        let recv_buffers = credits + BC_CREDITS + recv_batch - 1;
         let send = credits.saturating_mul(SEND_WR_PER_RPC).min(room);
         Some(Self {
             credits,
             recv_buffers,
+            recv_batch,
             recv_wr: recv_buffers + 1,
             send_wr: send + 1,
         })

@@ -38,6 +38,15 @@
 //! receive buffers need a local key, and it is never on the wire. The
 //! `dma_mr` parameter governs the *registration strategy* (a global DMA MR
 //! used for RDMA), not that local key.
+//!
+//! `auto` follows the table where a registration protects something: on
+//! iWARP, and on IB/RoCE when `dma_mr=never` forbids the alternative. On
+//! IB and RoCE otherwise it registers nothing: the Read sink is addressed
+//! by the local DMA key, which never leaves the server (the response is
+//! matched to its request by the transport), so a per-RPC registration
+//! there costs three work requests and a fenced wait per Call for no
+//! protection. The C svcrdma does the same (its rw API registers only for
+//! iWARP Reads).
 
 use core::fmt;
 
@@ -95,7 +104,9 @@ impl DeviceCaps {
 /// The `memreg` parameter: which model to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Memreg {
-    /// FRMR where the device supports it, otherwise a global DMA MR.
+    /// No registration where no key goes on the wire (the local DMA MR on
+    /// IB and RoCE, where `dma_mr` allows it); otherwise FRMR where the
+    /// device supports it, else a global DMA MR.
     Auto,
     /// FRMR only; refuse devices without it.
     Frmr,
@@ -256,9 +267,15 @@ pub fn decide(
         }
     };
     let wanted = match memreg {
-        Memreg::Auto if caps.usable_fast_reg() => return Ok(frmr),
         Memreg::Frmr if caps.usable_fast_reg() => return Ok(frmr),
         Memreg::Frmr => return Err(Refusal::NoFastReg),
+        // IB and RoCE: the sink of an RDMA Read is never named on the wire,
+        // so registering it protects nothing; where the admin allows the
+        // local-only DMA MR, the sink needs no registration at all.
+        Memreg::Auto if !transport.read_sink_on_wire() && allowed.allows(transport) => {
+            return Ok(dma_mr)
+        }
+        Memreg::Auto if caps.usable_fast_reg() => return Ok(frmr),
         Memreg::Auto | Memreg::DmaMr => dma_mr,
     };
     if allowed.allows(transport) {

@@ -129,9 +129,10 @@ impl<H: EndpointOwner> Endpoint<H> {
         self.recv.post_all(&self.qp)
     }
 
-    /// Posts the buffer of `slot` again; the slot is used up.
-    pub(crate) fn repost(&self, slot: RecvSlot) -> Result {
-        self.recv.repost(&self.qp, slot)
+    /// Posts the buffers of `slots` again, in one call; the slots are used
+    /// up.
+    pub(crate) fn repost(&self, slots: impl Iterator<Item = RecvSlot>) -> Result {
+        self.recv.repost(&self.qp, slots)
     }
 
     /// The bytes the receive of `slot` brought (`None`: not this ring's).

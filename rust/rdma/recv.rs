@@ -151,6 +151,9 @@ impl<T: RecvHandler> RecvRing<T> {
         let b = self.bufs.get(usize::from(index)).ok_or(EINVAL)?;
         b.buf.sync_for_device(T::BUF_SIZE as usize);
         let posting = qp.posting().ok_or(ENOTCONN)?;
+        // SAFETY: nobody holds the buffer and it is not posted (the
+        // caller's rule), so its work request is ours to link.
+        unsafe { (*b.wr.get()).next = core::ptr::null_mut() };
         // SAFETY: the buffer is not posted (the caller's rule), and its work
         // request, SGE and mapping outlive the post (invariant).
         to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), b.wr.get()) })
@@ -167,14 +170,41 @@ impl<T: RecvHandler> RecvRing<T> {
         Ok(())
     }
 
-    /// Posts the buffer of `slot` again; the slot is used up.
-    pub(super) fn repost(&self, qp: &Qp, slot: RecvSlot) -> Result {
-        if slot.ring != self.id {
+    /// Posts the buffers of `slots` again, linked, in one call; the slots
+    /// are used up (a slot of another ring is dropped, its buffer left
+    /// unposted, and the call fails).
+    pub(super) fn repost(&self, qp: &Qp, slots: impl Iterator<Item = RecvSlot>) -> Result {
+        let mut head: *mut bindings::ib_recv_wr = core::ptr::null_mut();
+        let mut foreign = false;
+        // Each request points to the one linked before it: the list goes in
+        // reverse, which does not matter (any buffer takes any message).
+        for slot in slots {
+            let b = match self.bufs.get(usize::from(slot.index)) {
+                Some(b) if slot.ring == self.id => b,
+                _ => {
+                    foreign = true;
+                    continue;
+                }
+            };
+            b.buf.sync_for_device(T::BUF_SIZE as usize);
+            // The slot's buffer is not posted (its invariant) and nobody
+            // else holds it: consuming the slot makes its work request ours
+            // to link, and hands the buffer back to the device.
+            // SAFETY: so nothing else reads or writes the request now.
+            unsafe { (*b.wr.get()).next = head };
+            head = b.wr.get();
+        }
+        if !head.is_null() {
+            let posting = qp.posting().ok_or(ENOTCONN)?;
+            // SAFETY: every request of the list is a buffer's, not posted
+            // (above); they, their SGEs and mappings outlive the post
+            // (invariant). The device copies the list during the call.
+            to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), head) })?;
+        }
+        if foreign {
             return Err(EINVAL);
         }
-        // The slot's buffer is not posted (its invariant); consuming it
-        // hands the buffer back to the device.
-        self.post(qp, slot.index)
+        Ok(())
     }
 
     /// The bytes the receive of `slot` brought (`None`: not this ring's).

@@ -450,7 +450,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         ..*p.attrs()
     };
     let conn = KBox::pin_init(
-        Connection::new(registry, info, depths.recv_buffers as usize),
+        Connection::new(
+            registry,
+            info,
+            depths.recv_buffers as usize,
+            depths.recv_batch as usize,
+        ),
         GFP_KERNEL,
     )?;
     // From here on the connection is freed through sunrpc's reference
@@ -501,11 +506,13 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     // comes back with a Reply, so its next Call may arrive before that
     // Reply's completion is handled here: a wide margin, so a slow
     // completion worker never costs a well-behaved client a Call.
+    // Only a quarter of the credits' worth is made now: an idle
+    // connection costs little, and the pool grows on use.
     let built = conn
         .init_pools(
             acc.endpoint().dma_dev(),
             sq_slots,
-            depths.credits as usize,
+            (depths.credits as usize).div_ceil(4),
             depths.credits as usize * 8,
             frmrs.as_ref().map_or(0, |f| f.len()),
         )

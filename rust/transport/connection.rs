@@ -33,6 +33,7 @@ use super::{
 use crate::{
     anchor::{impl_anchored, Anchor},
     log::pr_warn_ratelimited,
+    proto::inline::RECV_BATCH,
     rdma::{
         cm::{CmEvent, CmEventKind, CmHandler, CmIdRef},
         dma::DmaDev,
@@ -105,6 +106,10 @@ pub(crate) struct Connection {
     /// connection is established; see [`Ready`].
     #[pin]
     ready: SpinLock<Ready>,
+    /// Received buffers nfsd is done with, waiting to be posted again in
+    /// a batch ([`Connection::recv_released`]).
+    #[pin]
+    released: SpinLock<Released>,
     /// Teardown has begun: completions and events must not touch sunrpc.
     dying: Atomic<bool>,
     /// Contexts of chains posted in part with no completion to return them
@@ -182,6 +187,20 @@ struct Ready {
     established: bool,
 }
 
+/// Receive buffers given back, posted again `batch` at a time: the
+/// connection has `batch - 1` buffers beyond what its credits and the
+/// backchannel need (`proto::inline::Depths`), so those waiting here never
+/// leave a Call the client may send without a posted buffer.
+struct Released {
+    /// Capacity for every buffer, reserved up front.
+    slots: KVec<RecvSlot>,
+    /// At most [`RECV_BATCH`].
+    batch: usize,
+}
+
+/// Buffers to post again together ([`Connection::recv_released`]).
+pub(crate) type RecvBatch = [Option<RecvSlot>; RECV_BATCH as usize];
+
 impl Ready {
     /// Whether anything waits for `xpo_recvfrom`.
     fn has_work(&self) -> bool {
@@ -191,11 +210,12 @@ impl Ready {
 
 impl Connection {
     /// A connection not yet known to sunrpc; `recv_buffers` sizes its ready
-    /// queue.
+    /// queue, and released buffers are posted `recv_batch` at a time.
     pub(crate) fn new(
         registry: Arc<Registry>,
         info: ConnAttrs,
         recv_buffers: usize,
+        recv_batch: usize,
     ) -> impl PinInit<Self, Error> {
         let id = registry.next_conn_id();
         try_pin_init!(Self {
@@ -210,6 +230,10 @@ impl Connection {
                 reads: KVec::new(),
                 established: false,
             }),
+            released <- new_spinlock!(Released {
+                slots: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
+                batch: recv_batch.clamp(1, RECV_BATCH as usize),
+            }),
             dying: Atomic::new(false),
             orphans <- new_spinlock!(KVec::new()),
             in_recv: Atomic::new(0),
@@ -220,6 +244,26 @@ impl Connection {
             registry,
             anchor: Anchor::new(),
         })
+    }
+
+    /// Takes back a received buffer whose message is no longer needed.
+    /// Returns the buffers to post again, in one call, once a batch of
+    /// them is waiting (or at once, should the list ever be full).
+    pub(crate) fn recv_released(&self, slot: RecvSlot) -> Option<RecvBatch> {
+        let mut batch: RecvBatch = Default::default();
+        let mut r = self.released.lock();
+        match r.slots.push_within_capacity(slot) {
+            Ok(()) if r.slots.len() < r.batch => return None,
+            Ok(()) => {}
+            Err(full) => {
+                batch[0] = Some(full.0);
+                return Some(batch);
+            }
+        }
+        for b in batch.iter_mut() {
+            *b = r.slots.pop();
+        }
+        Some(batch)
     }
 
     /// sunrpc's part.

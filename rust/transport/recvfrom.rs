@@ -204,13 +204,17 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
     }
 }
 
-/// Posts the buffer of `slot` again (its message is no longer needed);
-/// closes the connection if that fails.
+/// Gives the buffer of `slot` back (its message is no longer needed), to
+/// be posted again with a batch of others; closes the connection if
+/// posting fails.
 fn repost(conn: &Connection, slot: RecvSlot) {
     let Some(res) = conn.res() else {
         return;
     };
-    if res.ep.repost(slot).is_err() {
+    let Some(batch) = conn.recv_released(slot) else {
+        return;
+    };
+    if res.ep.repost(batch.into_iter().flatten()).is_err() {
         conn.close();
     }
 }

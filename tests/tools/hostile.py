@@ -84,8 +84,10 @@ INLINE = 1024  # RFC 8166 section 3.3.2's default, both directions
 CALL_SLOTS = 64  # most calls this client keeps outstanding
 SLOT_DATA = 16384  # registered bytes per call for chunk targets
 SEND_SIZE = 16384  # largest message sent (over-inline cases)
-SEND_SLOTS = CALL_SLOTS + 8
-RECV_SLOTS = CALL_SLOTS + 8
+# Room for --overrun: a grant of up to 128 (svcrdma_rs and the C svcrdma
+# both grant 128) plus 16 Calls over it, and their replies.
+SEND_SLOTS = 128 + 16
+RECV_SLOTS = 128 + 16 + 1
 NFS_PROG, NFS_V3, NFS_V4 = 100003, 3, 4
 
 # Outcomes.

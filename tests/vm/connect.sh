@@ -209,7 +209,10 @@ expected_model() {
 	local transport=$1 fr=$2 memreg=$3 dma=$4 dmamodel allowed
 	case $memreg in
 	frmr) [ "$fr" = 1 ] && REPLY=frmr || REPLY=refused; return ;;
-	auto) [ "$fr" = 1 ] && { REPLY=frmr; return; } ;;
+	# IB/RoCE: no registration (the local DMA MR) unless dma_mr=never.
+	auto)
+		[ "$transport" != iwarp ] && [ "$dma" != never ] && { REPLY=dma_mr; return; }
+		[ "$fr" = 1 ] && { REPLY=frmr; return; } ;;
 	esac
 	if [ "$transport" = iwarp ]; then dmamodel=dma_mr_remote_write; else dmamodel=dma_mr; fi
 	case $dma in
@@ -320,7 +323,7 @@ t_device_sysfs() {
 	[ "$(cat $S/devices/rxe0/fast_reg)" = 1 ] || fail "rxe0 reports no fast reg"
 	[ "$(cat $S/devices/rxe0/local_dma_lkey)" = 0 ] || fail "rxe0 reports a global lkey"
 	[ "$(cat $S/devices/rxe0/max_fast_reg_page_list_len)" -gt 0 ] || fail "rxe0 page list len"
-	[ "$(cat $S/devices/rxe0/memreg)" = frmr ] || fail "rxe0 next model not frmr under defaults"
+	[ "$(cat $S/devices/rxe0/memreg)" = dma_mr ] || fail "rxe0 next model not dma_mr under defaults (auto on RoCE registers nothing)"
 }
 
 t_parameters_validated() {
@@ -364,19 +367,27 @@ t_real_nfs_client_connects() {
 	[ -n "$found" ] || { kill $mpid 2>/dev/null || true; fail "no connection from the NFS client in sysfs"; }
 	echo "$found: peer=$peer client sizes/R=$sizes memreg=$memreg remote_invalidate=$ri"
 	[[ $peer == "$IP:"* ]] || fail "peer $peer is not the client's address"
-	[ "$memreg" = frmr ] || fail "NFS client connection is not FRMR"
+	[ "$memreg" = dma_mr ] || fail "NFS client connection is $memreg, not dma_mr (auto, dma_mr=ib_only on RoCE)"
 	[ "$ri" = 1 ] || fail "both R bits set, but remote_invalidate is 0"
 	kill $mpid 2>/dev/null || true
 	wait $mpid 2>/dev/null || true
 	umount -f /mnt/x 2>/dev/null || true
 }
 
-# rdma_mount_newest DIR: the export mounted over RDMA at DIR (NFSv4.2,
-# 1 MiB rsize and wsize); the mount's connection, the newest, in REPLY.
+# rdma_mount_newest DIR [MEMREG]: the export mounted over RDMA at DIR
+# (NFSv4.2, 1 MiB rsize and wsize), its connection accepted under memreg
+# MEMREG if given (the parameter is restored after); the mount's
+# connection, the newest, in REPLY.
 rdma_mount_newest() {
+	local m=
 	mkdir -p "$1"
+	if [ -n "${2:-}" ]; then
+		m=$(cat $P/memreg)
+		echo "$2" >$P/memreg || fail "cannot set memreg=$2"
+	fi
 	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 \
 		"$(cat /tmp/guest_ip):/" "$1" || fail "mount over RDMA failed"
+	[ -z "$m" ] || echo "$m" >$P/memreg || fail "cannot restore memreg=$m"
 	last_conn
 	((REPLY > 0)) || fail "no connection in $S/connections"
 }
@@ -395,7 +406,8 @@ t_counters_rxe() {
 	IP=$(cat /tmp/guest_ip)
 	local m=/mnt/counters c= max k v rc=0
 	local -A got
-	rdma_mount_newest $m
+	# FRMR: registrations and invalidations are counted too.
+	rdma_mount_newest $m frmr
 	max=$REPLY
 	c=$S/connections/$max
 	[ -d $c/stats ] || fail "no $c/stats/"
@@ -424,12 +436,9 @@ t_counters_rxe() {
 	((got[bytes_recv_inline] >= 60 * got[calls] && got[bytes_sent_inline] >= 28 * got[calls])) ||
 		fail "inline bytes: received ${got[bytes_recv_inline]}, sent ${got[bytes_sent_inline]} for ${got[calls]} calls"
 	rd $c/memreg
-	if [ "$REPLY" = frmr ]; then
-		((got[mr_reg] >= 8 && got[mr_inv_local] + got[mr_inv_remote] >= 8)) ||
-			fail "FRMR connection: ${got[mr_reg]} registrations, ${got[mr_inv_local]}+${got[mr_inv_remote]} invalidations for 8 WRITEs"
-	else
-		((got[mr_reg] == 0)) || fail "$REPLY connection: ${got[mr_reg]} registrations"
-	fi
+	[ "$REPLY" = frmr ] || fail "the mount's connection is $REPLY, not frmr (memreg=frmr when it was accepted)"
+	((got[mr_reg] >= 8 && got[mr_inv_local] + got[mr_inv_remote] >= 8)) ||
+		fail "FRMR connection: ${got[mr_reg]} registrations, ${got[mr_inv_local]}+${got[mr_inv_remote]} invalidations for 8 WRITEs"
 	((got[completion_errors] + got[rdma_errors_vers] + got[rdma_errors_chunk] == 0)) ||
 		fail "errors on a clean workload"
 	for k in "$S/stats" "$S/devices/rxe0/stats"; do

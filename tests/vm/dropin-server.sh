@@ -81,7 +81,7 @@ t_client_done() {
 	rd "$NFS_EXPORT/client-done"
 	[ "$REPLY" = ok ] || fail "the client reported: $REPLY"
 	dmesg | grep 'svcrdma_rs: connection [0-9]* from 192.168.77.2' | first 3
-	dmesg | has 'svcrdma_rs: connection [0-9]* from 192.168.77.2:[0-9]* on rxe0 (roce): Using Fast Memory Registration' ||
+	dmesg | has 'svcrdma_rs: connection [0-9]* from 192.168.77.2:[0-9]* on rxe0 (roce): Using a Global DMA MR' ||
 		fail "no connection line for the client"
 }
 

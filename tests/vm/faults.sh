@@ -373,10 +373,22 @@ t_accept_alloc_failure() {
 # connection has no MR (before the change: frmr_allocated did not exist,
 # and all frmr_pool MRs were allocated at accept); after LOAD_MB MiB of
 # 1 MiB direct writes it has at least one and at most frmr_pool.
+# mnt_frmr: mnt, its connection accepted under memreg=frmr whatever the
+# configuration's model (auto on RoCE registers nothing); the parameter is
+# restored once the mount is up (a connection keeps the model it was
+# accepted with).
+mnt_frmr() {
+	local P=/sys/module/svcrdma_rs/parameters m
+	m=$(cat $P/memreg)
+	echo frmr >$P/memreg || fail "cannot set memreg=frmr"
+	mnt
+	echo "$m" >$P/memreg || fail "cannot restore memreg=$m"
+}
+
 t_lazy_mr_pool() {
 	local id pool alloc
 	dmesg_mark
-	mnt
+	mnt_frmr
 	ls $MNT >/dev/null
 	conns
 	id=${REPLY%% *}
@@ -420,7 +432,7 @@ t_pool_waiters_woken() {
 	dmesg_mark
 	echo "$POOL_MRS" >$P/debug_frmr_pool
 	echo 8 >/proc/fs/nfsd/threads
-	mnt
+	mnt_frmr
 	echo 0 >$P/debug_frmr_pool
 	last_conn
 	id=$REPLY
@@ -475,11 +487,12 @@ scenario() {
 	t_run "${TAG:+${TAG}_}$name" "$@"
 }
 
-# Each DEV:MEMREG of FAULTS_CONFIGS (default rxe:auto; make hostile adds
-# siw:auto, rxe:dma_mr and siw:dma_mr) gets its own module load and unload:
-# the first every scenario, under their plain names, the others those of
-# FAULTS_OTHER (the ones about connections going away under load; the MR
-# pool scenarios need FRMR on rxe), named DEV_MEMREG_<scenario>.
+# Each DEV:MEMREG of FAULTS_CONFIGS (default rxe:auto, which is the DMA MR
+# on RoCE; make hostile adds siw:auto, rxe:frmr and siw:dma_mr) gets its
+# own module load and unload: the first every scenario, under their plain
+# names, the others those of FAULTS_OTHER (the ones about connections
+# going away under load; the MR pool scenarios accept their connection
+# under memreg=frmr themselves), named DEV_MEMREG_<scenario>.
 FAULTS_CONFIGS=${FAULTS_CONFIGS:-rxe:auto}
 FAULTS_OTHER=${FAULTS_OTHER:-client_killed_mid_transfer dead_peer_parks_no_thread link_delete_under_load nfsd_stop_under_load}
 SCENARIOS=(connect_storm client_killed_mid_transfer dead_peer_parks_no_thread link_delete_under_load

@@ -5,14 +5,18 @@
 use proptest::prelude::*;
 use svcrdma_proto::cm_private::{decode, CmPrivate};
 use svcrdma_proto::inline::{
-    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_SIZE, SEND_SIZE,
+    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_BATCH, RECV_SIZE,
+    SEND_SIZE,
 };
 
 #[test]
 fn a_roomy_device_gets_the_default_credits() {
     let d = Depths::for_device(16384, 65536).unwrap();
+    // The C svcrdma's default in 7.3 (RPCRDMA_MAX_REQUESTS).
+    assert_eq!(d.credits, 128);
     assert_eq!(d.credits, CREDITS);
-    assert_eq!(d.recv_buffers, CREDITS + BC_CREDITS);
+    assert_eq!(d.recv_batch, RECV_BATCH);
+    assert_eq!(d.recv_buffers, CREDITS + BC_CREDITS + RECV_BATCH - 1);
     assert_eq!(d.recv_wr, d.recv_buffers + 1);
     assert!(d.send_wr > d.credits);
 }
@@ -21,7 +25,12 @@ fn a_roomy_device_gets_the_default_credits() {
 fn a_small_device_gets_fewer_credits_and_never_overflows() {
     let d = Depths::for_device(20, 1000).unwrap();
     assert_eq!(d.credits, 20 - 1 - BC_CREDITS);
+    // No credit is given up for batching: no spare buffer, no batch.
+    assert_eq!(d.recv_batch, 1);
     assert!(d.recv_wr <= 20 && d.send_wr <= 20);
+    // Between the two: the batch takes what is left over.
+    let d = Depths::for_device(CREDITS + BC_CREDITS + 1 + 3, 100_000).unwrap();
+    assert_eq!((d.credits, d.recv_batch), (CREDITS, 4));
     assert_eq!(Depths::for_device(3, 100), None);
     assert_eq!(Depths::for_device(0, 0), None);
     assert!(Depths::for_device(4, 100).is_some());
@@ -32,6 +41,12 @@ proptest! {
     fn depths_always_fit_the_device(wr in 0u32..100_000, cqe in 0u32..100_000) {
         if let Some(d) = Depths::for_device(wr, cqe) {
             prop_assert!(d.credits >= 1 && d.credits <= CREDITS);
+            // Credits first: the most the device allows, up to CREDITS.
+            prop_assert_eq!(d.credits, CREDITS.min(wr.min(cqe) - 1 - BC_CREDITS));
+            prop_assert!(d.recv_batch >= 1 && d.recv_batch <= RECV_BATCH);
+            // Every credit and backchannel slot is covered while up to
+            // recv_batch - 1 released buffers wait to be posted.
+            prop_assert_eq!(d.recv_buffers, d.credits + BC_CREDITS + d.recv_batch - 1);
             prop_assert!(d.recv_wr <= wr.min(cqe));
             prop_assert!(d.send_wr <= wr.min(cqe));
             prop_assert_eq!(d.recv_buffers + 1, d.recv_wr);

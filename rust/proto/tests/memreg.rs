@@ -103,15 +103,27 @@ fn table_terms(m: &Model) -> (bool, bool) {
     }
 }
 
+/// The `dma_mr` value under which `auto` prefers FRMR, as the 2008 table
+/// does: `never` where the device has fast registration (on IB/RoCE any
+/// other value lets `auto` skip registration), `always` where it has not
+/// (a DMA MR is then the only model).
+fn frmr_preferred(row: &Row) -> DmaMrAllowed {
+    if row.fast_reg {
+        DmaMrAllowed::Never
+    } else {
+        DmaMrAllowed::Always
+    }
+}
+
 #[test]
-fn auto_follows_the_2008_table_when_dma_mr_is_allowed() {
+fn auto_follows_the_2008_table_where_frmr_is_preferred() {
     for row in &TABLE {
         for &t in transports(row.t) {
             let m = decide(
                 t,
                 &caps(row.fast_reg, row.lkey),
                 Memreg::Auto,
-                DmaMrAllowed::Always,
+                frmr_preferred(row),
             )
             .unwrap_or_else(|e| panic!("{t:?} {} {}: refused: {e}", row.fast_reg, row.lkey));
             assert_eq!(
@@ -124,6 +136,36 @@ fn auto_follows_the_2008_table_when_dma_mr_is_allowed() {
             // FRMR exactly where the device has it.
             assert_eq!(matches!(m, Model::Frmr { .. }), row.fast_reg, "{t:?}");
         }
+    }
+}
+
+#[test]
+fn auto_registers_nothing_on_ib_and_roce_where_dma_mr_is_allowed() {
+    for row in TABLE.iter().filter(|r| r.t == Transport::Ib) {
+        for &t in transports(row.t) {
+            let dev = caps(row.fast_reg, row.lkey);
+            for allowed in [DmaMrAllowed::IbOnly, DmaMrAllowed::Always] {
+                let m = decide(t, &dev, Memreg::Auto, allowed);
+                assert_eq!(
+                    m,
+                    Ok(Model::DmaMr {
+                        allocate: !row.lkey
+                    }),
+                    "{t:?} fast_reg={} lkey={} {allowed:?}",
+                    row.fast_reg,
+                    row.lkey
+                );
+                // Nothing that reaches the wire: no remote key, R bit set.
+                let m = m.unwrap();
+                assert!(!m.exposes_all_memory() && m.r_bit());
+            }
+        }
+    }
+    // iWARP names the sink on the wire: auto keeps FRMR there, whatever
+    // dma_mr allows.
+    for allowed in [DmaMrAllowed::IbOnly, DmaMrAllowed::Always] {
+        let m = decide(Transport::Iwarp, &caps(true, true), Memreg::Auto, allowed);
+        assert!(matches!(m, Ok(Model::Frmr { .. })), "{allowed:?}: {m:?}");
     }
 }
 
@@ -146,7 +188,9 @@ fn every_row_times_every_parameter() {
                     let got = decide(t, &dev, memreg, allowed);
                     // What must happen, case by case.
                     let uses_frmr = match memreg {
-                        Memreg::Auto | Memreg::Frmr => row.fast_reg,
+                        Memreg::Frmr => row.fast_reg,
+                        // On IB/RoCE only when dma_mr forbids the DMA MR.
+                        Memreg::Auto => row.fast_reg && (iwarp || allowed == DmaMrAllowed::Never),
                         Memreg::DmaMr => false,
                     };
                     let ctx = format!(

@@ -96,8 +96,7 @@ hostile_test() {
 	# parameters).
 	[ -z "$before" ] || { rd "/sys/kernel/svcrdma_rs/connections/$(echo "$before" | first 1)/memreg"; model=$REPLY; }
 	# The log from here (the suite's own mark stays for teardown's check).
-	local log0
-	log0=$(dmesg | wc -l)
+	dmesg_mark hostile
 	head -c $((1 << 20)) /dev/urandom >/tmp/hostile.src
 	touch /tmp/hostile.run
 	data_loop $HOSTILE_MNT/well-behaved.bin &
@@ -116,7 +115,7 @@ hostile_test() {
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	# Its part of the log, before hostile_volume's may wrap the ring.
-	dmesg | tail -n +$((log0 + 1)) >/tmp/hostile.dmesg
+	dmesg_since_mark hostile >/tmp/hostile.dmesg
 	grep -a -m 5 '^MISMATCH ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	vrc=0
 	# Its Calls all get an answer: WAIT bounds only a hang, never less than
@@ -222,14 +221,13 @@ t_limits() {
 	[ "${SERVER:-rs}" != c ] || return 0
 	local P=/sys/module/svcrdma_rs/parameters/debug_caps rc=0
 	[ -w $P ] || fail "no writable $P (the test module is a debug build)"
-	local log0
-	log0=$(dmesg | wc -l)
+	dmesg_mark limits
 	echo short_page_list >$P || fail "debug_caps refused short_page_list"
 	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --limits --timeout 20 >/tmp/hostile_limits.out 2>&1 || rc=$?
 	echo >$P
 	cat /tmp/hostile_limits.out
 	[ "$rc" = 0 ] || fail "hostile.py --limits: a Call over the connection's MRs was not answered with ERR_CHUNK on a live connection (exit $rc)"
-	dmesg | tail -n +$((log0 + 1)) | has "cannot serve the Call's read chunks (needs more memory regions" ||
+	dmesg_since_mark limits | has "cannot serve the Call's read chunks (needs more memory regions" ||
 		fail "no log line for the Call refused over the MR pool"
 }
 

@@ -61,4 +61,20 @@ want_ss 0 "summary_seen: a complete suite" $'PASS a\nPASS b\n2 passed, 0 failed\
 want_ss 1 "summary_seen: a suite cut off before its summary" $'PASS a\nPASS b\n'
 want_ss 1 "summary_seen: a summary that disagrees with the lines" $'PASS a\n2 passed, 0 failed\n'
 want_ss 1 "summary_seen: a test that printed no result" $'PASS a\nFAIL b: x\n3 passed, 1 failed\n'
+# dmesg_mark/dmesg_since_mark once the ring is full: a ring of 4 lines
+# (the mark one of them), then 3 more lines push the oldest out; the lines
+# since the mark are the 3 new ones, not none (a line count, the old mark,
+# stays at 4). A mark pushed out itself leaves the whole ring.
+dm() {
+	bash -c 'set -eo pipefail; . "$1"; export T_KMSG=$TMPDIR/ring; : >"$T_KMSG"
+		dmesg() { tail -n 4 "$T_KMSG"; }
+		echo a >>"$T_KMSG"; echo b >>"$T_KMSG"; dmesg_mark lp; echo c >>"$T_KMSG"
+		[ "$(dmesg_since_mark lp | tr "\n" " ")" = "c " ] || exit 1
+		echo d >>"$T_KMSG"; echo e >>"$T_KMSG"
+		[ "$(dmesg_since_mark lp | tr "\n" " ")" = "c d e " ] || exit 2
+		echo f >>"$T_KMSG"
+		[ "$(dmesg_since_mark lp | tr "\n" " ")" = "c d e f " ] || exit 3
+		rm -f /tmp/.dmesg_mark.lp' _ "$lib"
+}
+expect pass "dmesg_since_mark: the lines after the mark in a full ring" -- dm
 exit $bad

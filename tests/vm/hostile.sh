@@ -96,8 +96,7 @@ hostile_test() {
 	# parameters).
 	[ -z "$before" ] || { rd "/sys/kernel/svcrdma_rs/connections/$(echo "$before" | first 1)/memreg"; model=$REPLY; }
 	# The log from here (the suite's own mark stays for teardown's check).
-	local log0
-	log0=$(dmesg | wc -l)
+	dmesg_mark hostile
 	head -c $((1 << 20)) /dev/urandom >/tmp/hostile.src
 	touch /tmp/hostile.run
 	data_loop $HOSTILE_MNT/well-behaved.bin &
@@ -116,7 +115,7 @@ hostile_test() {
 	cat /tmp/hostile.out
 	grep -a '^hostile: ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	# Its part of the log, before hostile_volume's may wrap the ring.
-	dmesg | tail -n +$((log0 + 1)) >/tmp/hostile.dmesg
+	dmesg_since_mark hostile >/tmp/hostile.dmesg
 	grep -a -m 5 '^MISMATCH ' /tmp/hostile.out >&"$HOSTILE_OUT" || true
 	vrc=0
 	# Its Calls all get an answer: WAIT bounds only a hang, never less than
@@ -222,8 +221,8 @@ t_limits() {
 	[ "${SERVER:-rs}" != c ] || return 0
 	local P=/sys/module/svcrdma_rs/parameters/debug_caps rc=0
 	[ -w $P ] || fail "no writable $P (the test module is a debug build)"
-	local M=/sys/module/svcrdma_rs/parameters/memreg log0 m
-	log0=$(dmesg | wc -l)
+	local M=/sys/module/svcrdma_rs/parameters/memreg m
+	dmesg_mark limits
 	# The case needs an MR pool: hostile.py's connection is accepted under
 	# memreg=frmr, whatever this configuration's model.
 	m=$(cat $M)
@@ -234,7 +233,7 @@ t_limits() {
 	echo "$m" >$M
 	cat /tmp/hostile_limits.out
 	[ "$rc" = 0 ] || fail "hostile.py --limits: a Call over the connection's MRs was not answered with ERR_CHUNK on a live connection (exit $rc)"
-	dmesg | tail -n +$((log0 + 1)) | has "cannot serve the Call's read chunks (needs more memory regions" ||
+	dmesg_since_mark limits | has "cannot serve the Call's read chunks (needs more memory regions" ||
 		fail "no log line for the Call refused over the MR pool"
 }
 

@@ -143,8 +143,17 @@ kmsg_mark() {
 kmsg_window_start() { kmsg_mark; T_NEW=(); }
 kmsg_window_end() { kmsg_mark; }
 
-# dmesg_mark; ...; dmesg_since_mark: the kernel log written in between.
-dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }
+# dmesg_mark [NAME]; ...; dmesg_since_mark [NAME]: the kernel log written
+# in between. The mark is a line of its own in the log, not a line count:
+# once the ring is full (a million hostile messages fill it), a count stays
+# the same while old lines give way to new ones, and the lines after it
+# would be none. Should the mark itself have been pushed out of the ring,
+# the whole log still there is what was written since.
+dmesg_mark() {
+	local m="svcrdma_rs-test: dmesg mark ${1:-main} $BASHPID.$RANDOM.$SECONDS"
+	echo "$m" >"${T_KMSG:-/dev/kmsg}"
+	echo "$m" >"/tmp/.dmesg_mark${1:+.$1}"
+}
 # Pipeline readers that read all of their input. Tests run with pipefail,
 # and `grep -q` or `head` stop reading at the first match or line: a writer
 # with more than a pipe buffer left (dmesg, modprobe -c) then dies of
@@ -152,7 +161,12 @@ dmesg_mark() { dmesg | wc -l >/tmp/.dmesg_mark; }
 # `grep -q`, `first N` is `head -n N`.
 has() { grep -c "$@" >/dev/null; }
 first() { sed -n "1,${1}p"; }
-dmesg_since_mark() { dmesg | tail -n +"$(( $(cat /tmp/.dmesg_mark 2>/dev/null || echo 0) + 1 ))"; }
+dmesg_since_mark() {
+	local m=
+	[ -r "/tmp/.dmesg_mark${1:+.$1}" ] && m=$(cat "/tmp/.dmesg_mark${1:+.$1}")
+	dmesg | awk -v m="$m" 'm != "" && index($0, m) { n = 0; next } { l[n++] = $0 }
+		END { for (i = 0; i < n; i++) print l[i] }'
+}
 # Fails if the kernel logged a report since the mark.
 dmesg_clean_since_mark() {
 	local bad

@@ -196,10 +196,12 @@ impl<T: RecvHandler> RecvRing<T> {
         }
         if !head.is_null() {
             let posting = qp.posting().ok_or(ENOTCONN)?;
-            // SAFETY: every request of the list is a buffer's, not posted
-            // (above); they, their SGEs and mappings outlive the post
-            // (invariant). The device copies the list during the call.
-            to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), head) })?;
+            // Every request of the list is a buffer's, not posted (above);
+            // they, their SGEs and mappings outlive the post (invariant).
+            // The device copies the list during the call.
+            // SAFETY: so the list is valid and ours to post.
+            let posted = unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), head) };
+            to_result(posted)?;
         }
         if foreign {
             return Err(EINVAL);

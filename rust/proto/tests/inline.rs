@@ -5,8 +5,7 @@
 use proptest::prelude::*;
 use svcrdma_proto::cm_private::{decode, CmPrivate};
 use svcrdma_proto::inline::{
-    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_BATCH, RECV_SIZE,
-    SEND_SIZE,
+    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_BATCH, RECV_SIZE, SEND_SIZE,
 };
 
 #[test]

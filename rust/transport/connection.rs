@@ -247,23 +247,33 @@ impl Connection {
     }
 
     /// Takes back a received buffer whose message is no longer needed.
-    /// Returns the buffers to post again, in one call, once a batch of
-    /// them is waiting (or at once, should the list ever be full).
-    pub(crate) fn recv_released(&self, slot: RecvSlot) -> Option<RecvBatch> {
+    /// Once a batch of them is waiting (or at once, should the list ever
+    /// be full), `post` posts them again, in one call.
+    ///
+    /// `post` runs under the list's lock: a batch taken out of the list is
+    /// posted before any other buffer can be released. Otherwise, while
+    /// one thread held a batch unposted, others could release and answer
+    /// more Calls, and the unposted buffers of answered Calls could
+    /// outnumber the `batch - 1` spares ([`Released`]): a client within
+    /// its credits would find no posted buffer. Posting a receive does not
+    /// sleep.
+    pub(crate) fn recv_released(
+        &self,
+        slot: RecvSlot,
+        post: impl FnOnce(RecvBatch) -> Result,
+    ) -> Result {
         let mut batch: RecvBatch = Default::default();
         let mut r = self.released.lock();
         match r.slots.push_within_capacity(slot) {
-            Ok(()) if r.slots.len() < r.batch => return None,
-            Ok(()) => {}
-            Err(full) => {
-                batch[0] = Some(full.0);
-                return Some(batch);
+            Ok(()) if r.slots.len() < r.batch => return Ok(()),
+            Ok(()) => {
+                for b in batch.iter_mut() {
+                    *b = r.slots.pop();
+                }
             }
+            Err(full) => batch[0] = Some(full.0),
         }
-        for b in batch.iter_mut() {
-            *b = r.slots.pop();
-        }
-        Some(batch)
+        post(batch)
     }
 
     /// sunrpc's part.

@@ -211,10 +211,10 @@ fn repost(conn: &Connection, slot: RecvSlot) {
     let Some(res) = conn.res() else {
         return;
     };
-    let Some(batch) = conn.recv_released(slot) else {
-        return;
-    };
-    if res.ep.repost(batch.into_iter().flatten()).is_err() {
+    if conn
+        .recv_released(slot, |batch| res.ep.repost(batch.into_iter().flatten()))
+        .is_err()
+    {
         conn.close();
     }
 }

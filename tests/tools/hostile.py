@@ -326,8 +326,8 @@ class Client:
             self.register(ctx)
         # Our own QP (not the CM's), for work requests with ids and offsets
         # into memory registered once.
-        self.scq = CQ(ctx, 2 * CALL_SLOTS + 8)
-        self.rcq = CQ(ctx, 2 * CALL_SLOTS + 8)
+        self.scq = CQ(ctx, SEND_SLOTS + 8)
+        self.rcq = CQ(ctx, RECV_SLOTS + 8)
         cap = QPCap(max_send_wr=SEND_SLOTS, max_recv_wr=RECV_SLOTS, max_send_sge=1, max_recv_sge=1)
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.scq, rcq=self.rcq, cap=cap, sq_sig_all=1))
         self.id.connect(ConnParam(resources=4, depth=4, retry=5, rnr_retry=7, qp_num=self.qp.qp_num))

@@ -557,7 +557,7 @@ def cases():
     # excess until buffers are reposted).
     add("burst_3x_bc_credits", lambda c: [reply_for(c.fresh_xid()) for _ in range(3 * c.bc_credits)], DECODES)
     add("burst_over_recv_buffers",
-        lambda c: [reply_for(c.fresh_xid()) for _ in range(min(c.credits + c.bc_credits + 4, H.SEND_SLOTS - 2))],
+        lambda c: [reply_for(c.fresh_xid()) for _ in range(min(c.credits + c.bc_credits + 12, H.SEND_SLOTS - 2))],
         DECODES)
     return L
 

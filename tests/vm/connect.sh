@@ -127,7 +127,7 @@ check_pd() {
 	rd $CONN/client_remote_invalidate; got+=" $REPLY"
 	rd $CONN/remote_invalidate; got+=" $REPLY"
 	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
-	# The server sets R (FRMR on rxe): remote invalidation iff the client did.
+	# The server sets R (no remote-write key on rxe): remote invalidation iff the client did.
 	[ "$got" = "$send $recv $r $r" ] || fail "$name: got '$got', want '$send $recv $r $r'"
 	release_conn
 }
@@ -383,6 +383,9 @@ rdma_mount_newest() {
 	mkdir -p "$1"
 	if [ -n "${2:-}" ]; then
 		m=$(cat $P/memreg)
+		# Restored however the test ends (t_run's subshell).
+		# (expanded now: the locals are gone by then).
+		trap "echo $m >$P/memreg 2>/dev/null || true" EXIT
 		echo "$2" >$P/memreg || fail "cannot set memreg=$2"
 	fi
 	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 \
@@ -502,6 +505,17 @@ assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.1 and c["errors"] == 0, c' /
 	awk -v id="$max" '/^svcrdma_rs: .*last/ { blk = 1; seen = 0; next }
 		blk && $1 == id { seen = ($6 + 0 > 0) } END { exit !seen }' /tmp/statload.table ||
 		fail "svcrdma-stat's last table has no busy row for connection $max: $(tail -n 6 /tmp/statload.table)"
+	# The default on RoCE (auto, dma_mr=ib_only) registers nothing: data
+	# moved by RDMA Read, and not one registration or local invalidation.
+	rd $S/connections/$max/memreg
+	[ "$REPLY" = dma_mr ] || fail "the mount's connection is $REPLY under the defaults, want dma_mr"
+	local k reads regs invs
+	rd $S/connections/$max/stats/bytes_read; reads=$REPLY
+	rd $S/connections/$max/stats/mr_reg; regs=$REPLY
+	rd $S/connections/$max/stats/mr_inv_local; invs=$REPLY
+	echo "connection $max: bytes_read $reads, mr_reg $regs, mr_inv_local $invs"
+	((reads > 0 && regs == 0 && invs == 0)) ||
+		fail "default connection on RoCE: bytes_read $reads, mr_reg $regs, mr_inv_local $invs (want data and no registration)"
 	rm -f $m/statload.dat
 	timeout 60 umount $m || fail "umount failed"
 }

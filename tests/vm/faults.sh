@@ -380,6 +380,9 @@ t_accept_alloc_failure() {
 mnt_frmr() {
 	local P=/sys/module/svcrdma_rs/parameters m
 	m=$(cat $P/memreg)
+	# Restored however the test ends (t_run's subshell).
+	# (expanded now: the locals are gone by then).
+	trap "echo $m >$P/memreg 2>/dev/null || true" EXIT
 	echo frmr >$P/memreg || fail "cannot set memreg=frmr"
 	mnt
 	echo "$m" >$P/memreg || fail "cannot restore memreg=$m"

@@ -226,6 +226,9 @@ t_limits() {
 	# The case needs an MR pool: hostile.py's connection is accepted under
 	# memreg=frmr, whatever this configuration's model.
 	m=$(cat $M)
+	# Both restored however the test ends (t_run's subshell).
+	# (expanded now: the locals are gone by then).
+	trap "echo $m >$M 2>/dev/null || true; echo >$P 2>/dev/null || true" EXIT
 	echo frmr >$M || fail "cannot set memreg=frmr"
 	echo short_page_list >$P || fail "debug_caps refused short_page_list"
 	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --limits --timeout 20 >/tmp/hostile_limits.out 2>&1 || rc=$?

@@ -908,12 +908,7 @@ class Suite:
 
     def limits(self):
         c, V = self.c, self.case
-        # With short_page_list every MR maps one page: the server's pool
-        # (2 MRs per credit, 128 credits: 256 pages, 1 MiB) cannot hold
-        # these, while the send queue (16 slots per credit: 2048; 3 work
-        # requests per MR) and the header limits (4 MiB + 64 KiB per chunk)
-        # could: the refusal can only be for the MRs.
-        for kb in (1280, 1792):
+        for kb in (600, 900):
             x, s = self.next_xid(), self.slot()
             call = rpc_call(x)
             # The call at the start of the client's memory, then padding

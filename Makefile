@@ -141,7 +141,7 @@ vm-test-data: module
 # PD_FUZZ=all, one VM each; HOSTILE_RANDOM=N (hostile.py's random
 # messages, default 1,000) and HOSTILE_VOLUME=N (hostile_volume's mutated
 # Calls, default 1,000,000) for other counts, on rxe under memreg=auto;
-# siw:auto, rxe:dma_mr and siw:dma_mr get a quarter of each
+# siw:auto, rxe:frmr and siw:dma_mr get a quarter of each
 # (HOSTILE_CONFIGS, HOSTILE_RANDOM_OTHER, HOSTILE_VOLUME_OTHER).
 hostile: module
 	$(ROOT)/tests/vm/run hostile faults connect-fuzz stall backchannel-full

@@ -44,8 +44,8 @@
 //! IB and RoCE otherwise it registers nothing: the Read sink is addressed
 //! by the local DMA key, which never leaves the server (the response is
 //! matched to its request by the transport), so a per-RPC registration
-//! there costs three work requests and a fenced wait per Call for no
-//! protection. The C svcrdma does the same (its rw API registers only for
+//! there costs a registration and a fenced invalidation per Read piece,
+//! and their completions, for no protection. The C svcrdma does the same (its rw API registers only for
 //! iWARP Reads).
 
 use core::fmt;

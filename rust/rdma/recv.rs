@@ -145,18 +145,31 @@ impl<T: RecvHandler> RecvRing<T> {
         Ok(ring)
     }
 
-    /// Posts buffer `index` on `qp`: only for buffers nobody holds (all of
-    /// them before the first post, or a slot's).
-    fn post(&self, qp: &Qp, index: u16) -> Result {
-        let b = self.bufs.get(usize::from(index)).ok_or(EINVAL)?;
-        b.buf.sync_for_device(T::BUF_SIZE as usize);
+    /// Posts the buffers `indices` names on `qp`, linked, in one call:
+    /// only buffers nobody holds (all of them before the first post, or
+    /// slots' buffers).
+    fn post(&self, qp: &Qp, indices: impl Iterator<Item = u16>) -> Result {
+        let mut head: *mut bindings::ib_recv_wr = core::ptr::null_mut();
+        // Each request points to the one linked before it: the list goes in
+        // reverse, which does not matter (any buffer takes any message).
+        for index in indices {
+            let b = self.bufs.get(usize::from(index)).ok_or(EINVAL)?;
+            b.buf.sync_for_device(T::BUF_SIZE as usize);
+            // Nobody holds the buffer and it is not posted (the caller's
+            // rule): its work request is ours to link.
+            // SAFETY: so nothing else reads or writes the request now.
+            unsafe { (*b.wr.get()).next = head };
+            head = b.wr.get();
+        }
+        if head.is_null() {
+            return Ok(());
+        }
         let posting = qp.posting().ok_or(ENOTCONN)?;
-        // SAFETY: nobody holds the buffer and it is not posted (the
-        // caller's rule), so its work request is ours to link.
-        unsafe { (*b.wr.get()).next = core::ptr::null_mut() };
-        // SAFETY: the buffer is not posted (the caller's rule), and its work
-        // request, SGE and mapping outlive the post (invariant).
-        to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), b.wr.get()) })
+        // Every request of the list is a buffer's, not posted (above);
+        // they, their SGEs and mappings outlive the post (invariant). The
+        // device copies the list during the call.
+        // SAFETY: so the list is valid and ours to post.
+        to_result(unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), head) })
     }
 
     /// Posts every buffer, once (at accept); later calls fail.
@@ -164,45 +177,21 @@ impl<T: RecvHandler> RecvRing<T> {
         if self.posted.xchg(true, Relaxed) {
             return Err(EINVAL);
         }
-        for i in 0..self.bufs.len() {
-            self.post(qp, i as u16)?;
-        }
-        Ok(())
+        // Indexes fit a u16 (`new` made them so).
+        self.post(qp, (0..self.bufs.len()).map(|i| i as u16))
     }
 
-    /// Posts the buffers of `slots` again, linked, in one call; the slots
-    /// are used up (a slot of another ring is dropped, its buffer left
-    /// unposted, and the call fails).
+    /// Posts the buffers of `slots` again, in one call; the slots are used
+    /// up (consuming a slot hands its buffer, not posted while the slot
+    /// lives, back to the device). A slot of another ring is dropped, its
+    /// buffer left alone, and the call fails.
     pub(super) fn repost(&self, qp: &Qp, slots: impl Iterator<Item = RecvSlot>) -> Result {
-        let mut head: *mut bindings::ib_recv_wr = core::ptr::null_mut();
         let mut foreign = false;
-        // Each request points to the one linked before it: the list goes in
-        // reverse, which does not matter (any buffer takes any message).
-        for slot in slots {
-            let b = match self.bufs.get(usize::from(slot.index)) {
-                Some(b) if slot.ring == self.id => b,
-                _ => {
-                    foreign = true;
-                    continue;
-                }
-            };
-            b.buf.sync_for_device(T::BUF_SIZE as usize);
-            // The slot's buffer is not posted (its invariant) and nobody
-            // else holds it: consuming the slot makes its work request ours
-            // to link, and hands the buffer back to the device.
-            // SAFETY: so nothing else reads or writes the request now.
-            unsafe { (*b.wr.get()).next = head };
-            head = b.wr.get();
-        }
-        if !head.is_null() {
-            let posting = qp.posting().ok_or(ENOTCONN)?;
-            // Every request of the list is a buffer's, not posted (above);
-            // they, their SGEs and mappings outlive the post (invariant).
-            // The device copies the list during the call.
-            // SAFETY: so the list is valid and ours to post.
-            let posted = unsafe { bindings::svcrdma_rs_ib_post_recv(posting.as_ptr(), head) };
-            to_result(posted)?;
-        }
+        let ours = slots.filter_map(|s| {
+            foreign |= s.ring != self.id;
+            (s.ring == self.id).then_some(s.index)
+        });
+        self.post(qp, ours)?;
         if foreign {
             return Err(EINVAL);
         }

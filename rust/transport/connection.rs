@@ -192,7 +192,8 @@ struct Ready {
 /// backchannel need (`proto::inline::Depths`), so those waiting here never
 /// leave a Call the client may send without a posted buffer.
 struct Released {
-    /// Capacity for every buffer, reserved up front.
+    /// Fewer than `batch` at rest; capacity for [`RECV_BATCH`] reserved up
+    /// front.
     slots: KVec<RecvSlot>,
     /// At most [`RECV_BATCH`].
     batch: usize,
@@ -231,7 +232,7 @@ impl Connection {
                 established: false,
             }),
             released <- new_spinlock!(Released {
-                slots: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
+                slots: KVec::with_capacity(RECV_BATCH as usize, GFP_KERNEL)?,
                 batch: recv_batch.clamp(1, RECV_BATCH as usize),
             }),
             dying: Atomic::new(false),

@@ -77,4 +77,17 @@ dm() {
 		rm -f /tmp/.dmesg_mark.lp' _ "$lib"
 }
 expect pass "dmesg_since_mark: the lines after the mark in a full ring" -- dm
+# param_set/param_restore: a parameter set for a test comes back at
+# param_restore, and also when the test fails before it (t_run's subshell).
+pr() {
+	bash -c '. "$1"; export T_PARAMS=$TMPDIR/params; mkdir -p "$T_PARAMS"
+		echo auto >"$T_PARAMS/memreg"; echo 0 >"$T_PARAMS/debug_frmr_pool"
+		a() { param_set memreg frmr; [ "$(cat $T_PARAMS/memreg)" = frmr ] || fail "not set"
+			param_restore memreg; [ "$(cat $T_PARAMS/memreg)" = auto ] || fail "not restored"; }
+		b() { param_set memreg frmr; param_set debug_frmr_pool 8; fail "on purpose"; }
+		t_run set_and_restore a | grep -q "^PASS set_and_restore" || exit 1
+		t_run fails_midway b | grep -q "^FAIL fails_midway" || exit 2
+		[ "$(cat $T_PARAMS/memreg) $(cat $T_PARAMS/debug_frmr_pool)" = "auto 0" ] || exit 3' _ "$lib"
+}
+expect pass "param_set: restored by param_restore and when the test fails" -- pr
 exit $bad

@@ -379,18 +379,11 @@ t_real_nfs_client_connects() {
 # MEMREG if given (the parameter is restored after); the mount's
 # connection, the newest, in REPLY.
 rdma_mount_newest() {
-	local m=
 	mkdir -p "$1"
-	if [ -n "${2:-}" ]; then
-		m=$(cat $P/memreg)
-		# Restored however the test ends (t_run's subshell).
-		# (expanded now: the locals are gone by then).
-		trap "echo $m >$P/memreg 2>/dev/null || true" EXIT
-		echo "$2" >$P/memreg || fail "cannot set memreg=$2"
-	fi
+	[ -z "${2:-}" ] || param_set memreg "$2"
 	timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$PORT,rsize=1048576,wsize=1048576 \
 		"$(cat /tmp/guest_ip):/" "$1" || fail "mount over RDMA failed"
-	[ -z "$m" ] || echo "$m" >$P/memreg || fail "cannot restore memreg=$m"
+	param_restore memreg
 	last_conn
 	((REPLY > 0)) || fail "no connection in $S/connections"
 }

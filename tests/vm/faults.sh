@@ -378,14 +378,9 @@ t_accept_alloc_failure() {
 # restored once the mount is up (a connection keeps the model it was
 # accepted with).
 mnt_frmr() {
-	local P=/sys/module/svcrdma_rs/parameters m
-	m=$(cat $P/memreg)
-	# Restored however the test ends (t_run's subshell).
-	# (expanded now: the locals are gone by then).
-	trap "echo $m >$P/memreg 2>/dev/null || true" EXIT
-	echo frmr >$P/memreg || fail "cannot set memreg=frmr"
+	param_set memreg frmr
 	mnt
-	echo "$m" >$P/memreg || fail "cannot restore memreg=$m"
+	param_restore memreg
 }
 
 t_lazy_mr_pool() {
@@ -433,10 +428,10 @@ t_pool_waiters_woken() {
 	local P=/sys/module/svcrdma_rs/parameters i bad=0 pids=() t0 id waits
 	[ -w $P/debug_frmr_pool ] || fail "no debug_frmr_pool parameter (a module built without SVCRDMA_RS_DEBUG)"
 	dmesg_mark
-	echo "$POOL_MRS" >$P/debug_frmr_pool
+	param_set debug_frmr_pool "$POOL_MRS"
 	echo 8 >/proc/fs/nfsd/threads
 	mnt_frmr
-	echo 0 >$P/debug_frmr_pool
+	param_restore debug_frmr_pool
 	last_conn
 	id=$REPLY
 	rd $S/connections/$id/frmr_pool

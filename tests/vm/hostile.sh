@@ -221,25 +221,17 @@ t_limits() {
 	[ "${SERVER:-rs}" != c ] || return 0
 	local P=/sys/module/svcrdma_rs/parameters/debug_caps rc=0
 	[ -w $P ] || fail "no writable $P (the test module is a debug build)"
-	local M=/sys/module/svcrdma_rs/parameters/memreg m
 	dmesg_mark limits
 	# The case needs an MR pool: hostile.py's connection is accepted under
 	# memreg=frmr, whatever this configuration's model, with a pool of 128
 	# one-page MRs (debug_frmr_pool): its 600 and 900 KiB chunks need more,
 	# yet fit the argument buffer (about 1 MiB; 128 credits' own pool, 256
 	# one-page MRs, is as large, so no Call can be over it and in the buffer).
-	local F=/sys/module/svcrdma_rs/parameters/debug_frmr_pool
-	m=$(cat $M)
-	# All restored however the test ends (t_run's subshell).
-	# (expanded now: the locals are gone by then).
-	trap "echo $m >$M 2>/dev/null || true; echo >$P 2>/dev/null || true; echo 0 >$F 2>/dev/null || true" EXIT
-	echo frmr >$M || fail "cannot set memreg=frmr"
-	echo 128 >$F || fail "cannot set debug_frmr_pool=128"
-	echo short_page_list >$P || fail "debug_caps refused short_page_list"
+	param_set memreg frmr
+	param_set debug_frmr_pool 128
+	param_set debug_caps short_page_list
 	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --limits --timeout 20 >/tmp/hostile_limits.out 2>&1 || rc=$?
-	echo >$P
-	echo "$m" >$M
-	echo 0 >$F
+	param_restore_all
 	cat /tmp/hostile_limits.out
 	[ "$rc" = 0 ] || fail "hostile.py --limits: a Call over the connection's MRs was not answered with ERR_CHUNK on a live connection (exit $rc)"
 	dmesg_since_mark limits | has "cannot serve the Call's read chunks (needs more memory regions" ||

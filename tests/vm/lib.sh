@@ -143,6 +143,34 @@ kmsg_mark() {
 kmsg_window_start() { kmsg_mark; T_NEW=(); }
 kmsg_window_end() { kmsg_mark; }
 
+# param_set NAME VALUE: svcrdma_rs's module parameter NAME is VALUE for
+# the rest of the test, or until param_restore NAME (e.g. once the
+# connection it decides is accepted). Its old value comes back however the
+# test ends: an EXIT trap in t_run's subshell, which replaces any other
+# (so not in a test that uses kmsg_follow). T_PARAMS: the parameters'
+# directory (host self-test).
+declare -A T_PARAM_OLD=()
+param_set() {
+	local f=${T_PARAMS:-/sys/module/svcrdma_rs/parameters}/$1
+	if [ -z "${T_PARAM_OLD[$1]+x}" ]; then
+		T_PARAM_OLD[$1]=$(cat "$f") || fail "cannot read parameter $1"
+	fi
+	trap param_restore_all EXIT
+	echo "$2" >"$f" || fail "cannot set $1=$2"
+}
+param_restore() {
+	[ -n "${T_PARAM_OLD[$1]+x}" ] || return 0
+	echo "${T_PARAM_OLD[$1]}" >"${T_PARAMS:-/sys/module/svcrdma_rs/parameters}/$1" ||
+		fail "cannot restore $1=${T_PARAM_OLD[$1]}"
+	unset "T_PARAM_OLD[$1]"
+}
+param_restore_all() {
+	local n
+	for n in "${!T_PARAM_OLD[@]}"; do
+		echo "${T_PARAM_OLD[$n]}" >"${T_PARAMS:-/sys/module/svcrdma_rs/parameters}/$n" 2>/dev/null || true
+	done
+}
+
 # dmesg_mark [NAME]; ...; dmesg_since_mark [NAME]: the kernel log written
 # in between. The mark is a line of its own in the log, not a line count:
 # once the ring is full (a million hostile messages fill it), a count stays

@@ -440,6 +440,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         )?),
         _ => None,
     };
+    // Mutant eager_mr_pool (issue 22 item 2 undone): every MR of the pool
+    // allocated at accept, before any RPC.
+    #[cfg(svcrdma_mutant = "eager_mr_pool")]
+    if let Some(f) = frmrs.as_ref() {
+        f.table.allocate_all(&pd)?;
+    }
 
     let registry = listener.registry.clone();
     // What the data path uses (credits granted in every reply) and what

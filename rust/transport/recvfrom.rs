@@ -404,6 +404,12 @@ fn reject(
     slot: RecvSlot,
 ) -> core::result::Result<Next, NoCall> {
     repost(conn, slot);
+    // Mutant limit_closes (issue 22 item 5 undone): a Call over the
+    // connection's resources closes it, unanswered.
+    if cfg!(svcrdma_mutant = "limit_closes") && need != 0 {
+        conn.close();
+        return Err(NoCall::Dropped);
+    }
     if need == 0 {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",

@@ -333,6 +333,12 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
         return;
     }
     conn.close();
+    // Mutant keep_failed_mrs (issue 22 item 4 undone): the MRs of a failed
+    // chain go back to the pool unmapped but still registered.
+    if cfg!(svcrdma_mutant = "keep_failed_mrs") {
+        release_mrs(conn, ctxt);
+        return;
+    }
     let Some(res) = conn.res() else {
         return;
     };

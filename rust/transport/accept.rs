@@ -498,8 +498,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     let got_send_sge = got.send_sge;
     // A chain holds a slot per request until its last completion: the
     // send queue's slots, less the one the drain at teardown needs, are
-    // what chains hold.
-    let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
+    // what chains hold (fewer under a debug build's `debug_sq_slots`).
+    let sq_slots = got
+        .send_wr
+        .min(depths.send_wr)
+        .saturating_sub(1)
+        .min(params::sq_slots_cap());
     // Contexts: the Calls in progress and the Replies in flight, which
     // hold theirs until their Send completes. A client within its
     // credits has at most `credits` of both together, but its credit

@@ -165,7 +165,13 @@ where
         );
         e
     };
-    match post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close()) {
+    // A debug build's `debug_fail_post`: the device's refusal, without it.
+    let posted = if crate::params::take_post_failure() {
+        Err(PostError::Unposted(ctxt, ENOMEM))
+    } else {
+        post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close())
+    };
+    match posted {
         Ok(()) => Ok(()),
         Err(PostError::Unposted(mut ctxt, e)) => {
             conn.sq_release(core::mem::take(&mut ctxt.sq_held));

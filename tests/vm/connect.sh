@@ -336,6 +336,12 @@ t_parameters_validated() {
 		dmesg_since_mark | has "svcrdma_rs: $p=\"bogus\" refused" || fail "no clear line for a bad $p"
 	done
 	if echo fast_reg >$P/debug_caps 2>/dev/null; then fail "debug_caps=fast_reg accepted"; fi
+	for p in debug_frmr_pool debug_sq_slots debug_fail_post; do
+		for v in -1 65536 x; do
+			if echo $v >$P/$p 2>/dev/null; then fail "$p=$v accepted"; fi
+		done
+		[ "$(cat $P/$p)" = 0 ] || fail "$p is $(cat $P/$p) after bad writes, not 0"
+	done
 	[ "$(cat $P/memreg) $(cat $P/dma_mr)" = "auto ib_only" ] || fail "defaults are not auto/ib_only"
 	modinfo "$KO" | has '^parm: *memreg:' || fail "memreg not documented in modinfo"
 	modinfo "$KO" | has '^parm: *dma_mr:.*ib_only' || fail "dma_mr not documented in modinfo"
@@ -525,8 +531,8 @@ assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.1 and c["errors"] == 0, c' /
 # Once the three clients ran as expected and the accept was found, every
 # missing event is named in one failure. With the events disabled again,
 # nothing more is recorded.
-# Not exercised: post_err (a post the device refuses) and sq_wait (a full
-# send queue) need faults no test client can cause.
+# post_err and sq_wait need faults no test client can cause: the debug
+# build's parameters cause them (post_refused_rxe, sq_full_waits_rxe).
 t_tracepoints_rxe() {
 	local T=/sys/kernel/tracing rc=0 rc2=0 n id ev ip missing=() caps0 memreg0
 	ip=$(cat /tmp/guest_ip)
@@ -635,6 +641,88 @@ t_write_payload_page_aligned_rxe() {
 		fail "${direct:-0} direct and ${vector:-0} buffered writes: payloads not page-aligned for direct I/O"
 }
 
+# tracefs's events/svcrdma_rs/svcrdma_rs_EVENT recording from now on
+# (the trace emptied).
+trace_on() {
+	local T=/sys/kernel/tracing
+	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$1/enable
+	echo 1 >$T/tracing_on
+}
+trace_off() {
+	echo 0 >/sys/kernel/tracing/tracing_on
+	echo 0 >/sys/kernel/tracing/events/svcrdma_rs/enable
+}
+
+# A full send queue (issue 21's sq_waits and sq_wait): a connection
+# accepted with 40 send-queue slots (the debug build's debug_sq_slots)
+# carries 1 MiB READ Replies of 33 work requests each (32 RDMA Writes and
+# the Send); four readers at once keep both nfsd threads replying, so one
+# waits for the other's slots. The wait is counted and traced on that
+# connection, the data read is right, nothing failed, and the connection
+# is the one the mount made (no reconnect).
+t_sq_full_waits_rxe() {
+	local m=/mnt/sqwait c max i pids=() waits
+	param_set debug_sq_slots 40
+	rdma_mount_newest $m
+	param_restore debug_sq_slots
+	max=$REPLY c=$S/connections/$REPLY
+	head -c $((16 << 20)) /dev/urandom >/tmp/sqwait.src
+	dd if=/tmp/sqwait.src of=$m/sqwait.dat bs=1M oflag=direct status=none || fail "write failed"
+	trace_on sq_wait
+	for i in 0 1 2 3; do
+		dd if=$m/sqwait.dat of=/tmp/sqwait.$i bs=1M skip=$((i * 4)) count=4 iflag=direct status=none &
+		pids+=($!)
+	done
+	for i in 0 1 2 3; do wait "${pids[$i]}" || fail "reader $i failed"; done
+	trace_off
+	for i in 0 1 2 3; do
+		cmp -s -i $((i << 22)):0 -n $((4 << 20)) /tmp/sqwait.src /tmp/sqwait.$i ||
+			fail "reader $i read wrong data"
+	done
+	rd $c/stats/sq_waits; waits=$REPLY
+	grep -a 'svcrdma_rs_sq_wait:' /sys/kernel/tracing/trace | first 3
+	echo "connection $max: sq_waits $waits"
+	((waits > 0)) || fail "sq_waits $waits: no thread waited with 40 slots for 33-request Replies"
+	grep -aqE "svcrdma_rs_sq_wait: conn=$max wrs=[0-9]+" /sys/kernel/tracing/trace ||
+		fail "no svcrdma_rs_sq_wait event for connection $max"
+	rd $c/stats/completion_errors
+	[ "$REPLY" = 0 ] || fail "completion_errors $REPLY on a clean workload"
+	last_conn
+	[ "$REPLY" = "$max" ] || fail "the client reconnected (connection $REPLY, was $max)"
+	timeout 60 umount $m || fail "umount failed"
+}
+
+# A post the device refuses (issue 21's post_err): with the debug build's
+# debug_fail_post=1 the next chain posted fails with -ENOMEM as a device's
+# refusal would. The failure is traced (connection, requests, error) and
+# logged once, its connection closes, and the client's write, retried on
+# a new connection, lands: the file on the server is what was written.
+t_post_refused_rxe() {
+	local m=/mnt/postfail max
+	rdma_mount_newest $m
+	max=$REPLY
+	head -c $((2 << 20)) /dev/urandom >/tmp/postfail.src
+	dmesg_mark postfail
+	trace_on post_err
+	param_set debug_fail_post 1
+	dd if=/tmp/postfail.src of=$m/postfail.dat bs=1M oflag=direct status=none || fail "write failed"
+	rd $P/debug_fail_post
+	[ "$REPLY" = 0 ] || fail "debug_fail_post is $REPLY after the write: no post failed"
+	param_restore debug_fail_post
+	trace_off
+	grep -a 'svcrdma_rs_post_err:' /sys/kernel/tracing/trace | first 3
+	grep -aqE "svcrdma_rs_post_err: conn=$max wrs=[1-9][0-9]* rc=-12" /sys/kernel/tracing/trace ||
+		fail "no svcrdma_rs_post_err event (conn=$max, rc=-12)"
+	dmesg_since_mark postfail | grep -a "connection $max: posting [0-9]* work requests failed: error -12, closing" ||
+		fail "no log line for the refused post on connection $max"
+	wait_for 30 sh -c "! test -d $S/connections/$max" || fail "connection $max stayed after its post failed"
+	cmp -s /tmp/postfail.src $NFS_EXPORT/postfail.dat || fail "the file on the server is not what was written"
+	timeout 60 umount $m || fail "umount failed"
+}
+
 t_siw_matrix() {
 	# One soft device at a time: both would claim the same address.
 	rdma_del rxe0
@@ -672,7 +760,7 @@ t_teardown_clean() {
 
 # Figures for the log even when a test passes (t_run hides its output).
 exec {CONNECT_OUT}>&1
-t_plan 16
+t_plan 18
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
@@ -685,6 +773,8 @@ t_run counters_rxe t_counters_rxe
 t_run stat_under_load_rxe t_stat_under_load_rxe
 t_run tracepoints_rxe t_tracepoints_rxe
 t_run write_payload_page_aligned_rxe t_write_payload_page_aligned_rxe
+t_run sq_full_waits_rxe t_sq_full_waits_rxe
+t_run post_refused_rxe t_post_refused_rxe
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw
 t_run private_data_fuzz_siw t_private_data_fuzz_siw

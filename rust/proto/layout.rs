@@ -159,13 +159,14 @@ pub const SPLIT_MIN_HEAD: u32 = 40;
 
 /// Plans the assembly of a Call whose inline part is `inline_len` bytes and
 /// whose Read chunks are `chunks` (positions non-decreasing, as the header
-/// decoder guarantees) into an argument buffer of `capacity` bytes in pages
-/// of `page_size` bytes. Writes the steps to `out`.
+/// decoder guarantees) into an argument buffer of `capacity` bytes. Writes
+/// the steps to `out`.
 ///
-/// A Call with exactly one data item (a chunk at a Position of at least
-/// [`SPLIT_MIN_HEAD`]) whose inline part fits one page is planned as an
-/// [`ArgShape::Split`], if that fits the buffer: the item lands
-/// page-aligned. Every other Call is one stream.
+/// With `split` (the buffer's page size), a Call with exactly one data item
+/// (a chunk at an XDR-aligned Position of at least [`SPLIT_MIN_HEAD`])
+/// whose inline part fits one page is planned as an [`ArgShape::Split`], if
+/// that fits the buffer: the item lands page-aligned. Every other Call, and
+/// every Call without `split`, is one stream.
 ///
 /// With a position-zero chunk (RDMA_NOMSG), the chunk is the whole message:
 /// no other chunk may accompany it and the inline part is ignored.
@@ -173,10 +174,10 @@ pub fn call_layout(
     inline_len: u32,
     chunks: &[ReadChunkRef],
     capacity: u32,
-    page_size: u32,
+    split: Option<u32>,
     out: &mut [Place],
 ) -> Result<CallLayout, LayoutError> {
-    if let [c] = chunks {
+    if let ([c], Some(page_size)) = (chunks, split) {
         if let Some(l) = split_layout(inline_len, *c, capacity, page_size, out)? {
             return Ok(l);
         }
@@ -198,6 +199,7 @@ fn split_layout(
     out: &mut [Place],
 ) -> Result<Option<CallLayout>, LayoutError> {
     if c.position < SPLIT_MIN_HEAD
+        || !c.position.is_multiple_of(4)
         || c.position > inline_len
         || c.length == 0
         || inline_len > page_size

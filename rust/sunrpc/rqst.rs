@@ -509,9 +509,9 @@ impl<'a, C> Rqst<'a, C> {
                 arg.head[0].iov_len = head;
                 arg.page_base = 0;
                 arg.page_len = pages;
-                // SAFETY: `base` is the first argument page's address
-                // (`svc_alloc_arg`, or `install_arg_pages`), not null, and
-                // `head + tail` bytes fit that page (both checked above).
+                // `base` is the first argument page's address (set by
+                // `svc_alloc_arg`, or `install_arg_pages`).
+                // SAFETY: not null, and `head + tail` bytes fit that page.
                 arg.tail[0].iov_base = unsafe { base.add(head) }.cast();
                 arg.tail[0].iov_len = tail;
                 arg.len = (head + pages as usize + tail) as u32;

@@ -17,7 +17,7 @@ fn plan(
     cap: u32,
 ) -> Result<(Vec<Place>, ArgShape), LayoutError> {
     let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
-    let CallLayout { steps, shape } = call_layout(inline, chunks, cap, PAGE, &mut out)?;
+    let CallLayout { steps, shape } = call_layout(inline, chunks, cap, Some(PAGE), &mut out)?;
     Ok((out[..steps].to_vec(), shape))
 }
 
@@ -159,6 +159,19 @@ fn a_stream_where_a_split_does_not_apply() {
     );
     assert!(plan(SPLIT_MIN_HEAD, &[rc(SPLIT_MIN_HEAD, 64)], CAP)
         .is_ok_and(|(_, s)| matches!(s, ArgShape::Split { .. })));
+    // A Position that is not XDR-aligned (the tail would not be).
+    assert_eq!(
+        stream(SPLIT_MIN_HEAD + 10, &[rc(SPLIT_MIN_HEAD + 2, 64)], CAP)
+            .unwrap()
+            .1,
+        SPLIT_MIN_HEAD + 10 + 64
+    );
+    // A Call the caller does not let be split.
+    let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
+    assert_eq!(
+        call_layout(112, &[rc(100, 4099)], CAP, None, &mut out).map(|l| l.shape),
+        Ok(ArgShape::Stream { len: 4212 })
+    );
     // An inline part longer than a page.
     assert_eq!(
         stream(PAGE + 4, &[rc(100, 64)], CAP).unwrap().1,
@@ -249,7 +262,7 @@ fn errors() {
     assert_eq!(layout(0, &[rc(0, CAP + 1)]), Err(LayoutError::TooLarge));
     let mut one = [Place::Zero { dst: 0, len: 0 }; 1];
     assert_eq!(
-        call_layout(16, &[rc(8, 5)], CAP, PAGE, &mut one),
+        call_layout(16, &[rc(8, 5)], CAP, Some(PAGE), &mut one),
         Err(LayoutError::TooManySteps)
     );
 }
@@ -362,7 +375,7 @@ proptest! {
         // Small pages, so that both shapes come up.
         let page = 64u32;
         let mut out = [Place::Zero { dst: 0, len: 0 }; 32];
-        let res = call_layout(inline.len() as u32, &chunks, CAP, page, &mut out);
+        let res = call_layout(inline.len() as u32, &chunks, CAP, Some(page), &mut out);
         if chunks.first().map(|c| c.position) == Some(0) && (chunks.len() > 1 || !inline.is_empty()) {
             // A leading data item makes this a NOMSG-style Call.
             if chunks.len() > 1 {
@@ -376,7 +389,8 @@ proptest! {
         }
         let CallLayout { steps: n, shape } = res.unwrap();
         // The split shape exactly where its rule says.
-        let split = matches!(chunks.as_slice(), [c] if c.position >= SPLIT_MIN_HEAD && c.length > 0)
+        let split = matches!(chunks.as_slice(),
+            [c] if c.position >= SPLIT_MIN_HEAD && c.position.is_multiple_of(4) && c.length > 0)
             && inline.len() as u32 <= page;
         prop_assert_eq!(matches!(shape, ArgShape::Split { .. }), split);
         let mut got = vec![0xeeu8; shape.extent(page) as usize];

@@ -606,11 +606,16 @@ t_tracepoints_rxe() {
 # on the server must be what the client wrote.
 t_write_payload_page_aligned_rxe() {
 	local T=/sys/kernel/tracing D=/sys/kernel/debug/nfsd/io_cache_write m=/mnt/dio
-	local img=/run/dio.img dir=$NFS_EXPORT/dio loop io0 direct vector
+	local disk=/run/dio-disk dir=$NFS_EXPORT/dio img loop io0 direct vector
 	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
 	[ -e $D ] || mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
 	[ -w $D ] || fail "no $D (nfsd's I/O mode)"
 	[ -d $T/events/nfsd/nfsd_write_direct ] || fail "no nfsd_write_direct tracepoint"
+	# The disk image in memory of its own (the guest's root is 9p).
+	mkdir -p $disk
+	mountpoint -q $disk || mount -t tmpfs -o size=80M tmpfs $disk || fail "cannot mount a tmpfs for the image"
+	img=$disk/dio.img
+	on_exit "umount $disk"
 	truncate -s 64M $img
 	loop=$(losetup -f --show $img) || fail "losetup failed"
 	rd $D; io0=$REPLY

@@ -521,7 +521,10 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
             frmrs.as_ref().map_or(0, |f| f.len()),
         )
         // On failure the QP (dropped first) flushes what was posted.
-        .and_then(|()| acc.endpoint().post_receives());
+        .and_then(|()| {
+            conn.receives_posting(depths.recv_buffers as usize);
+            acc.endpoint().post_receives()
+        });
     if let Err(e) = built {
         // The endpoint (QP first, id last), then the request's watch, then
         // the connection, to which nothing refers any more.

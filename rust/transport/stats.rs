@@ -103,7 +103,8 @@ counters! { $;
     sq_waits,
     /// Times an nfsd thread waited for FRMR pool entries (MRs).
     mr_waits,
-    /// Times every receive buffer was waiting for nfsd (none posted).
+    /// Receives that completed with no other buffer posted: the client's
+    /// next Send would have found none.
     recv_starved,
     /// Work requests that completed with an error (flushes not counted).
     completion_errors,

@@ -695,12 +695,23 @@ impl CmHandler for Connection {
     fn event(self: Pin<&Self>, _id: CmIdRef<'_>, event: &CmEvent<'_>) {
         match event.kind() {
             CmEventKind::Established => self.established(),
-            CmEventKind::Disconnected
+            kind @ (CmEventKind::Disconnected
             | CmEventKind::DeviceRemoval
             | CmEventKind::ConnectError
             | CmEventKind::Unreachable
             | CmEventKind::Rejected
-            | CmEventKind::AddrChange => {
+            | CmEventKind::AddrChange) => {
+                // A peer's disconnect is the ordinary end, and a device's
+                // removal is logged once, by its listener; any other event
+                // ends the connection for a reason an admin should see.
+                if !matches!(kind, CmEventKind::Disconnected | CmEventKind::DeviceRemoval) {
+                    pr_warn_ratelimited!(
+                        "connection {}: CM event {} (status {}), closing\n",
+                        self.id,
+                        kind.name(),
+                        event.status()
+                    );
+                }
                 // The QP goes to the error state too: RDMA Reads posted to a
                 // peer that is gone would otherwise hold their nfsd threads
                 // until the retries run out (tens of seconds), with no thread

@@ -19,6 +19,14 @@ the CM allows, so that takes many seconds).
 Prints "parked N" and waits for a line on stdin; then disconnects (the CM
 sends a DREQ: the server sees DISCONNECTED at once), prints "gone" and
 exits. EOF on stdin does the same.
+
+On iWARP a QP moved to the error state ends its TCP stream (soft-iWARP
+drops the connection), so the server would see a disconnect, not a dead
+peer. There (--hold) the client keeps its QP and the caller makes the peer
+dead: after the first reply it prints "ready (credits N)" and waits for a
+line on stdin before it sends the calls; the caller drops the server's
+packets to this client in between (tests/vm/faults.sh), so the server's
+Read requests are never answered while the caller keeps them dropped.
 """
 import argparse
 import os
@@ -46,6 +54,7 @@ def main():
     p.add_argument("port", type=int)
     p.add_argument("--calls", type=int, default=16)
     p.add_argument("--size", type=int, default=65536, help="bytes of each call's Read chunk (multiple of 4)")
+    p.add_argument("--hold", action="store_true", help="keep the QP; wait for a line before the calls (iWARP)")
     a = p.parse_args()
     n, size = a.calls, a.size & ~3
 
@@ -53,15 +62,16 @@ def main():
     chan = CMEventChannel()
     fd = (h.cm_fds() - before).pop()
 
-    def event(want, timeout=30):
+    def event(*want, timeout=30):
         r, _, _ = select.select([fd], [], [], timeout)
         if not r:
             raise RuntimeError(f"no CM event within {timeout} s (wanted {want})")
         ev = CMEvent(chan)
         t = ev.event_type
         ev.ack_cm_event()
-        if t != want:
+        if t not in want:
             raise RuntimeError(f"CM event {t}, wanted {want}")
+        return t
 
     cid = CMID(creator=chan)
     ai = AddrInfo(src=None, dst=a.server, dst_service=str(a.port), port_space=ce.RDMA_PS_TCP)
@@ -82,14 +92,20 @@ def main():
     qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=scq, rcq=rcq, cap=cap, sq_sig_all=1))
     # retry=7: the server retries each unanswered Read the most the CM allows.
     cid.connect(ConnParam(resources=16, depth=4, retry=7, rnr_retry=7, qp_num=qp.qp_num))
-    event(ce.RDMA_CM_EVENT_CONNECT_RESPONSE)
-    for st in (e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS):
-        attr, mask = cid.init_qp_attr(st)
-        qp.modify(attr, mask)
+    # IB and RoCE: CONNECT_RESPONSE, the QP is moved to RTS here. iWARP:
+    # ESTABLISHED, the provider moved it (as in hostile.py).
+    t = event(ce.RDMA_CM_EVENT_CONNECT_RESPONSE, ce.RDMA_CM_EVENT_ESTABLISHED)
+    if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
+        for st in (e.IBV_QPS_INIT, e.IBV_QPS_RTR, e.IBV_QPS_RTS):
+            attr, mask = cid.init_qp_attr(st)
+            qp.modify(attr, mask)
     for i in range(slots):
         sge = SGE(recv_mr.buf + i * h.INLINE, h.INLINE, recv_mr.lkey)
         qp.post_recv(RecvWR(wr_id=i, num_sge=1, sg=[sge]))
-    cid.establish()
+    if t == ce.RDMA_CM_EVENT_CONNECT_RESPONSE:
+        cid.establish()
+    else:
+        time.sleep(h.IWARP_SETTLE)
 
     def send(i, msg):
         send_mr.write(msg, len(msg), i * h.INLINE)
@@ -115,6 +131,9 @@ def main():
     reply = recv_mr.read(wc.byte_len, wc.wr_id * h.INLINE)
     credits = struct.unpack(">I", reply[8:12])[0]
     k = max(1, min(n, credits))
+    if a.hold:
+        print(f"ready (credits {credits})", flush=True)
+        sys.stdin.readline()
     for i in range(k):
         x = xid + 1 + i
         call = h.rpc_call(x)
@@ -122,7 +141,8 @@ def main():
     # Acknowledged: the calls are in the server's receive buffers. No Read
     # of them gets an answer from here on.
     wait_cq(scq, k, "the calls' sends")
-    qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
+    if not a.hold:
+        qp.modify(QPAttr(qp_state=e.IBV_QPS_ERR), e.IBV_QP_STATE)
     print(f"parked {k} (credits {credits})", flush=True)
     sys.stdin.readline()
     try:

@@ -127,6 +127,10 @@ check_pd() {
 	rd $CONN/client_remote_invalidate; got+=" $REPLY"
 	rd $CONN/remote_invalidate; got+=" $REPLY"
 	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
+	# A connection gone before it was read: what its CM and QP said
+	# (private_data_fuzz records them).
+	[ -d "$CONN" ] || [ "$got" = "$send $recv $r $r" ] ||
+		fail "$name: connection ${CONN##*/} went away while it was read: $(conn_trace "${CONN##*/}")"
 	# The server sets R (no remote-write key on rxe): remote invalidation iff the client did.
 	[ "$got" = "$send $recv $r $r" ] || fail "$name: got '$got', want '$send $recv $r $r'"
 	release_conn
@@ -177,11 +181,35 @@ private_data_cases() {
 t_private_data_decoding_rxe() { private_data_cases 56; }
 t_private_data_decoding_siw() { private_data_cases 0; }
 
+# conn_trace_on: the trace records what each connection's CM, QP and
+# completions report (svcrdma_rs_cm_event, qp_err, wc_err) until
+# conn_trace_off; conn_trace ID: those of connection ID, on one line.
+CT_EVENTS="cm_event qp_err wc_err"
+conn_trace_on() {
+	local T=/sys/kernel/tracing e
+	[ -d $T/events ] || mount -t tracefs nodev $T || return 0
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	for e in $CT_EVENTS; do echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+	echo 1 >$T/tracing_on
+}
+conn_trace_off() {
+	local T=/sys/kernel/tracing e
+	[ -d $T/events/svcrdma_rs ] || return 0
+	echo 0 >$T/tracing_on
+	for e in $CT_EVENTS; do echo 0 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+}
+conn_trace() {
+	{ grep -a "conn=$1 " /sys/kernel/tracing/trace || echo "(nothing traced)"; } |
+		sed 's/^ *//' | tr '\n' ';'
+}
+
 # private_data_fuzz PAD MAXLEN: random private data, up to MAXLEN bytes
 # (what the CM takes on this transport), each connection checked against
 # tests/tools/pd_fuzz.py's independent decoding of the padded buffer.
 private_data_fuzz() {
 	local pad=$1 max=$2 hex send recv r n=0 args
+	conn_trace_on
 	args=(--seed "$PD_SEED" --max-len "$max" --pad "$pad")
 	[ "$PD_FUZZ" = all ] || args+=(--count "$PD_FUZZ")
 	python3 "$ROOT/tests/tools/pd_fuzz.py" "${args[@]}" >/tmp/pd_cases || fail "pd_fuzz.py failed"
@@ -190,6 +218,7 @@ private_data_fuzz() {
 		n=$((n + 1))
 		check_pd "fuzz_$n" "$hex" "$send" "$recv" "$r"
 	done </tmp/pd_cases
+	conn_trace_off
 	[ $n -gt 0 ] || fail "no fuzz cases"
 	echo "$n random private data buffers (seed $PD_SEED, up to $max bytes) decoded as RFC 8797 says"
 }

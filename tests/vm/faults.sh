@@ -180,9 +180,23 @@ t_client_killed_mid_transfer() {
 	after
 }
 
+# peer_drop: from now on every TCP segment the server sends from its RDMA
+# port is dropped (iWARP's stream to every client on this host; over lo,
+# as client and server share the guest's address). peer_revive ends that.
+peer_drop() {
+	tc qdisc add dev lo root handle 1: prio || fail "cannot add a qdisc to lo"
+	tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip protocol 6 0xff \
+		match ip sport $PORT 0xffff action drop || fail "cannot add the drop filter"
+}
+peer_revive() {
+	tc qdisc del dev lo root 2>/dev/null || true
+}
+
 # A connection whose peer stopped answering (tests/tools/park.py: its QP
 # in the error state, so the server's RDMA Reads of its calls get no
-# response until they time out, ~17 s) must not hold nfsd threads: Reads
+# response until they time out, ~17 s; on iWARP the server's packets to it
+# dropped, peer_drop, and its Reads wait on TCP's retransmissions for as
+# long as the drop lasts) must not hold nfsd threads: Reads
 # are posted and left to complete on their own (rw::prepare_reads,
 # sq::post_reads). With one nfsd thread, while the dead peer's Reads are
 # in flight, a stat from an NFSv3-over-TCP client is served within 3 s of
@@ -210,10 +224,23 @@ t_dead_peer_parks_no_thread() {
 	bound=$((base + 3000))
 	((bound > 8000)) && bound=8000
 	echo "stat over TCP with one nfsd thread, nothing in flight: ${base} ms (bound below: ${bound} ms)"
-	coproc PARK { exec /usr/bin/python3 "$PARK_PY" "$ip" $PORT --calls 16 2>/tmp/park.err; }
+	local hold=
+	[ "$DEV" = siw ] && hold=--hold
+	coproc PARK { exec /usr/bin/python3 "$PARK_PY" "$ip" $PORT --calls 16 $hold 2>/tmp/park.err; }
 	# Copies: bash closes the coprocess's own descriptors when it exits.
 	exec {pin}<&"${PARK[0]}" {pout}>&"${PARK[1]}"
 	l=
+	if [ -n "$hold" ]; then
+		# iWARP: the client's QP in error would end the TCP stream (a
+		# disconnect, not a dead peer), so the peer dies on the wire: from
+		# before its calls, every packet the server sends it is dropped.
+		read -r -t 120 -u $pin l || true
+		[[ $l == ready* ]] || fail "park.py: '${l:-no answer}': $(tail -n 3 /tmp/park.err)"
+		trap peer_revive EXIT
+		peer_drop
+		echo calls >&$pout
+		l=
+	fi
 	read -r -t 120 -u $pin l || true
 	[[ $l == parked* ]] || fail "park.py: '${l:-no answer}': $(tail -n 3 /tmp/park.err)"
 	echo "park.py: $l"
@@ -235,6 +262,8 @@ t_dead_peer_parks_no_thread() {
 		echo go >&$pout
 		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound ${bound} ms, ${base} ms with nothing in flight): they held the only nfsd thread"
 	fi
+	# The peer's disconnect must reach the server (iWARP: its TCP FIN).
+	[ -z "$hold" ] || peer_revive
 	echo go >&$pout
 	l=
 	read -r -t 10 -u $pin l || true

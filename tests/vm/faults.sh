@@ -248,9 +248,10 @@ t_dead_peer_parks_no_thread() {
 	# and see that they did (a module that lost the calls would pass the
 	# timing below without having anything in flight).
 	nap 2
-	local reads=0 f
+	local reads=0 f dead=
 	for f in $S/connections/*/stats/wr_read; do
-		[ -r "$f" ] && reads=$((reads + $(cat "$f")))
+		rd "$f"
+		((${REPLY:-0} > 0)) && reads=$((reads + REPLY)) dead=${f%/stats/wr_read}
 	done
 	echo "RDMA Reads posted to the dead peer: $reads"
 	((reads > 0)) || { echo go >&$pout; fail "no RDMA Read was posted for the dead peer's calls"; }
@@ -258,6 +259,10 @@ t_dead_peer_parks_no_thread() {
 	timeout 60 stat -c %s $tm/probe >/dev/null || { echo go >&$pout; fail "the TCP client was not served within 60 s while a dead peer's Reads were in flight: they held the only nfsd thread"; }
 	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
 	echo "stat over TCP with one nfsd thread, a dead peer's Reads in flight: ${dt} ms"
+	# The peer was dead all along: no Read was answered, so nfsd got only
+	# its first call (a Call goes to nfsd once its Reads completed).
+	rd $dead/stats/calls
+	[ "${REPLY:-1}" = 1 ] || { echo go >&$pout; fail "nfsd got ${REPLY} calls of the dead peer: its Reads were answered"; }
 	if ((dt > bound)); then
 		echo go >&$pout
 		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound ${bound} ms, ${base} ms with nothing in flight): they held the only nfsd thread"

@@ -28,6 +28,13 @@ t_link_up() {
 t_write_then_stall() {
 	local i pids=() nic
 	nic=$(cat /tmp/stall_nic)
+	# This host plays the one that died: its writers (and this script,
+	# behind them on the directory: seen 61 s before the link went down)
+	# wait longer than the debug kernel's hung-task timeout (60 s), by
+	# design. The watchdog here waits past the stall; the server VM, where
+	# svcrdma_rs runs, keeps its own at 60 s.
+	echo $((STALL_DOWN_AFTER + STALL_DOWN_SECS + 300)) >/proc/sys/kernel/hung_task_timeout_secs ||
+		fail "cannot raise this client's hung-task timeout"
 	modprobe rpcrdma
 	mkdir -p /run/rpcbind $MNT
 	pgrep -x rpcbind >/dev/null || rpcbind -w
@@ -43,12 +50,6 @@ t_write_then_stall() {
 		pids+=($!)
 	done
 	: >$MNT/stall-start || fail "cannot create stall-start on the server"
-	# This host plays the one that died: its writers wait on a link that
-	# is down for longer than the debug kernel's hung-task timeout (60 s),
-	# by design. The watchdog here waits past the stall; the server VM,
-	# where svcrdma_rs runs, keeps its own at 60 s.
-	echo $((STALL_DOWN_AFTER + STALL_DOWN_SECS + 120)) >/proc/sys/kernel/hung_task_timeout_secs ||
-		fail "cannot raise this client's hung-task timeout"
 	sleep "$STALL_DOWN_AFTER"
 	echo "link $nic down at $(date +%T)"
 	ip link set dev "$nic" down

@@ -128,7 +128,7 @@ check_pd() {
 	rd $CONN/remote_invalidate; got+=" $REPLY"
 	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
 	# A connection gone before it was read: what its CM and QP said
-	# (private_data_fuzz records them).
+	# (private_data_fuzz traces them).
 	[ -d "$CONN" ] || [ "$got" = "$send $recv $r $r" ] ||
 		fail "$name: connection ${CONN##*/} went away while it was read: $(conn_trace "${CONN##*/}")"
 	# The server sets R (no remote-write key on rxe): remote invalidation iff the client did.
@@ -181,23 +181,20 @@ private_data_cases() {
 t_private_data_decoding_rxe() { private_data_cases 56; }
 t_private_data_decoding_siw() { private_data_cases 0; }
 
-# conn_trace_on: the trace records what each connection's CM, QP and
-# completions report (svcrdma_rs_cm_event, qp_err, wc_err) until
-# conn_trace_off; conn_trace ID: those of connection ID, on one line.
-CT_EVENTS="cm_event qp_err wc_err"
-conn_trace_on() {
+# trace_on EVENT...: tracefs's events/svcrdma_rs/svcrdma_rs_EVENT
+# recording from now on (the trace emptied); trace_off stops every
+# svcrdma_rs event. conn_trace ID: connection ID's records, on one line.
+trace_on() {
 	local T=/sys/kernel/tracing e
-	[ -d $T/events ] || mount -t tracefs nodev $T || return 0
+	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
 	echo 0 >$T/tracing_on
 	: >$T/trace
-	for e in $CT_EVENTS; do echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+	for e; do echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
 	echo 1 >$T/tracing_on
 }
-conn_trace_off() {
-	local T=/sys/kernel/tracing e
-	[ -d $T/events/svcrdma_rs ] || return 0
-	echo 0 >$T/tracing_on
-	for e in $CT_EVENTS; do echo 0 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+trace_off() {
+	echo 0 >/sys/kernel/tracing/tracing_on
+	echo 0 >/sys/kernel/tracing/events/svcrdma_rs/enable
 }
 conn_trace() {
 	{ grep -a "conn=$1 " /sys/kernel/tracing/trace || echo "(nothing traced)"; } |
@@ -209,7 +206,8 @@ conn_trace() {
 # tests/tools/pd_fuzz.py's independent decoding of the padded buffer.
 private_data_fuzz() {
 	local pad=$1 max=$2 hex send recv r n=0 args
-	conn_trace_on
+	# A connection that goes away mid-check is named with its events.
+	trace_on cm_event qp_err wc_err
 	args=(--seed "$PD_SEED" --max-len "$max" --pad "$pad")
 	[ "$PD_FUZZ" = all ] || args+=(--count "$PD_FUZZ")
 	python3 "$ROOT/tests/tools/pd_fuzz.py" "${args[@]}" >/tmp/pd_cases || fail "pd_fuzz.py failed"
@@ -218,7 +216,7 @@ private_data_fuzz() {
 		n=$((n + 1))
 		check_pd "fuzz_$n" "$hex" "$send" "$recv" "$r"
 	done </tmp/pd_cases
-	conn_trace_off
+	trace_off
 	[ $n -gt 0 ] || fail "no fuzz cases"
 	echo "$n random private data buffers (seed $PD_SEED, up to $max bytes) decoded as RFC 8797 says"
 }
@@ -676,21 +674,6 @@ t_write_payload_page_aligned_rxe() {
 	cmp -s /tmp/dio.src $dir/f || fail "the file on the server differs from what the client wrote"
 	((${vector:-0} == 0 && ${direct:-0} >= 4)) ||
 		fail "${direct:-0} direct and ${vector:-0} buffered writes: payloads not page-aligned for direct I/O"
-}
-
-# tracefs's events/svcrdma_rs/svcrdma_rs_EVENT recording from now on
-# (the trace emptied).
-trace_on() {
-	local T=/sys/kernel/tracing
-	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
-	echo 0 >$T/tracing_on
-	: >$T/trace
-	echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$1/enable
-	echo 1 >$T/tracing_on
-}
-trace_off() {
-	echo 0 >/sys/kernel/tracing/tracing_on
-	echo 0 >/sys/kernel/tracing/events/svcrdma_rs/enable
 }
 
 # A full send queue (issue 21's sq_waits and sq_wait): a connection

@@ -12,6 +12,8 @@ enum svcrdma_rs_param {
 	SVCRDMA_RS_PARAM_DMA_MR = 1,
 	SVCRDMA_RS_PARAM_DEBUG_CAPS = 2,
 	SVCRDMA_RS_PARAM_DEBUG_FRMR_POOL = 3,
+	SVCRDMA_RS_PARAM_DEBUG_SQ_SLOTS = 4,
+	SVCRDMA_RS_PARAM_DEBUG_FAIL_POST = 5,
 };
 
 /* Parses and stores a value; 0 or -EINVAL (with one log line). */

@@ -72,4 +72,14 @@ SVCRDMA_RS_PARAM_OPS(debug_frmr_pool, SVCRDMA_RS_PARAM_DEBUG_FRMR_POOL);
 module_param_cb(debug_frmr_pool, &debug_frmr_pool_ops, NULL, 0644);
 MODULE_PARM_DESC(debug_frmr_pool,
 		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): at most this many MRs in a new FRMR connection's pool, so that nfsd threads wait in line for them (0, the default: no cap).");
+
+SVCRDMA_RS_PARAM_OPS(debug_sq_slots, SVCRDMA_RS_PARAM_DEBUG_SQ_SLOTS);
+module_param_cb(debug_sq_slots, &debug_sq_slots_ops, NULL, 0644);
+MODULE_PARM_DESC(debug_sq_slots,
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): at most this many send-queue slots for a new connection, so that nfsd threads wait in line for them (0, the default: no cap; a chain larger than the cap fails and closes its connection).");
+
+SVCRDMA_RS_PARAM_OPS(debug_fail_post, SVCRDMA_RS_PARAM_DEBUG_FAIL_POST);
+module_param_cb(debug_fail_post, &debug_fail_post_ops, NULL, 0644);
+MODULE_PARM_DESC(debug_fail_post,
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): this many of the next chains posted to a send queue fail with -ENOMEM as if the device refused them, which closes their connections (counts down to 0, the default).");
 #endif

@@ -5,9 +5,10 @@
 //! They are declared in `include/params.c`, because `module_param()` is a C
 //! macro; every value is parsed, validated and kept here, with the rules
 //! living in [`crate::proto`]. `memreg`, `dma_mr` (and, in debug builds,
-//! `debug_caps` and `debug_frmr_pool`) are writable at run time through
-//! `/sys/module/svcrdma_rs/parameters/`: a bad value gets `-EINVAL` and one
-//! log line, and nothing changes. New connections use the new value.
+//! `debug_caps`, `debug_frmr_pool`, `debug_sq_slots` and `debug_fail_post`)
+//! are writable at run time through `/sys/module/svcrdma_rs/parameters/`:
+//! a bad value gets `-EINVAL` and one log line, and nothing changes. New
+//! connections use the new value.
 
 use core::fmt::Write;
 
@@ -61,6 +62,11 @@ static DEBUG_CAPS: Atomic<i32> = Atomic::new(0);
 /// `debug_frmr_pool`: the most MRs a new connection's FRMR pool gets (0: no
 /// cap).
 static DEBUG_FRMR_POOL: Atomic<u32> = Atomic::new(0);
+/// `debug_sq_slots`: the most send-queue slots a new connection gets (0: no
+/// cap).
+static DEBUG_SQ_SLOTS: Atomic<u32> = Atomic::new(0);
+/// `debug_fail_post`: how many of the next send-queue posts fail.
+static DEBUG_FAIL_POST: Atomic<u32> = Atomic::new(0);
 
 /// The current `memreg`.
 pub(crate) fn memreg() -> Memreg {
@@ -110,6 +116,28 @@ pub(crate) fn frmr_pool_cap() -> u32 {
     }
 }
 
+/// The most send-queue slots a new connection may use: `u32::MAX` unless a
+/// debug build's `debug_sq_slots` caps it.
+pub(crate) fn sq_slots_cap() -> u32 {
+    match DEBUG_SQ_SLOTS.load(Relaxed) {
+        0 => u32::MAX,
+        n => n,
+    }
+}
+
+/// Whether this post is to fail as if the device refused it: true while a
+/// debug build's `debug_fail_post` counts down (never otherwise).
+pub(crate) fn take_post_failure() -> bool {
+    let mut n = DEBUG_FAIL_POST.load(Relaxed);
+    while n > 0 {
+        match DEBUG_FAIL_POST.cmpxchg(n, n - 1, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
+}
+
 fn encode_caps_override(o: CapsOverride) -> i32 {
     i32::from(o.no_fast_reg)
         | match o.local_dma_lkey {
@@ -139,6 +167,17 @@ const PARAM_MEMREG: c_int = 0;
 const PARAM_DMA_MR: c_int = 1;
 const PARAM_DEBUG_CAPS: c_int = 2;
 const PARAM_DEBUG_FRMR_POOL: c_int = 3;
+const PARAM_DEBUG_SQ_SLOTS: c_int = 4;
+const PARAM_DEBUG_FAIL_POST: c_int = 5;
+
+/// A count from 0 to 65535 written to a debug parameter (`echo` adds a
+/// newline).
+fn parse_count(bytes: &[u8]) -> Option<u32> {
+    core::str::from_utf8(bytes.strip_suffix(b"\n").unwrap_or(bytes))
+        .ok()
+        .and_then(|s| s.parse::<u16>().ok())
+        .map(u32::from)
+}
 
 /// Parses and stores a parameter value (the `set` of `params.c`).
 ///
@@ -165,10 +204,9 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
         PARAM_DEBUG_CAPS => {
             CapsOverride::parse(bytes).map(|o| DEBUG_CAPS.store(encode_caps_override(o), Relaxed))
         }
-        PARAM_DEBUG_FRMR_POOL => core::str::from_utf8(bytes.strip_suffix(b"\n").unwrap_or(bytes))
-            .ok()
-            .and_then(|s| s.parse::<u16>().ok())
-            .map(|n| DEBUG_FRMR_POOL.store(u32::from(n), Relaxed)),
+        PARAM_DEBUG_FRMR_POOL => parse_count(bytes).map(|n| DEBUG_FRMR_POOL.store(n, Relaxed)),
+        PARAM_DEBUG_SQ_SLOTS => parse_count(bytes).map(|n| DEBUG_SQ_SLOTS.store(n, Relaxed)),
+        PARAM_DEBUG_FAIL_POST => parse_count(bytes).map(|n| DEBUG_FAIL_POST.store(n, Relaxed)),
         _ => return EINVAL.to_errno(),
     };
     if ok.is_some() {
@@ -178,6 +216,8 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_set(which: c_int, val: *const c
         PARAM_MEMREG => ("memreg", "auto, frmr, dma_mr"),
         PARAM_DMA_MR => ("dma_mr", "never, ib_only, always"),
         PARAM_DEBUG_FRMR_POOL => ("debug_frmr_pool", "a number of MRs from 0 to 65535"),
+        PARAM_DEBUG_SQ_SLOTS => ("debug_sq_slots", "a number of slots from 0 to 65535"),
+        PARAM_DEBUG_FAIL_POST => ("debug_fail_post", "a number of posts from 0 to 65535"),
         _ => (
             "debug_caps",
             "a comma-separated list of no_fast_reg, no_local_dma_lkey, local_dma_lkey, short_page_list, or empty",
@@ -209,6 +249,8 @@ pub(crate) unsafe extern "C" fn svcrdma_rs_param_get(which: c_int, buf: *mut c_c
         PARAM_DMA_MR => writeln!(w, "{}", dma_mr().name()),
         PARAM_DEBUG_CAPS => writeln!(w, "{}", caps_override()),
         PARAM_DEBUG_FRMR_POOL => writeln!(w, "{}", DEBUG_FRMR_POOL.load(Relaxed)),
+        PARAM_DEBUG_SQ_SLOTS => writeln!(w, "{}", DEBUG_SQ_SLOTS.load(Relaxed)),
+        PARAM_DEBUG_FAIL_POST => writeln!(w, "{}", DEBUG_FAIL_POST.load(Relaxed)),
         _ => return EINVAL.to_errno(),
     };
     match r {

@@ -7,8 +7,11 @@
 //! Position (RFC 8166 §3.5.3) is the offset in the *whole* XDR stream where
 //! its data belongs; the chunk carries the data item without its XDR
 //! roundup, and the inline part does not carry it either. [`call_layout`]
-//! turns that into a list of placements into nfsd's contiguous argument
-//! buffer, the layout nfsd expects from any stream transport.
+//! turns that into a list of placements into nfsd's argument pages and the
+//! [`ArgShape`] nfsd reads them in: one contiguous stream, as any stream
+//! transport leaves it, or, for the common Call with one data item (an NFS
+//! WRITE's payload), the item on pages of its own from their first byte,
+//! so that nfsd can hand it to direct I/O.
 //!
 //! A Reply leaves nfsd as one XDR stream in which some byte ranges are
 //! result payloads bound for the client's Write chunks (`xpo_result_payload`).
@@ -89,14 +92,173 @@ impl LayoutError {
     }
 }
 
+/// How an assembled Call lies in the argument pages (nfsd's `rq_arg`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgShape {
+    /// One stream of `len` bytes from the first page's first byte on: the
+    /// first page is the head, the rest the page list.
+    Stream {
+        /// Bytes of the Call.
+        len: u32,
+    },
+    /// A Call with one data item, which starts the second page: the `head`
+    /// inline bytes before the item start the first page; the item and its
+    /// roundup (`pages` bytes) are the page list, from the second page's
+    /// first byte; the `tail` inline bytes after it follow the head in the
+    /// first page.
+    Split {
+        /// Inline bytes before the data item.
+        head: u32,
+        /// The data item with its roundup.
+        pages: u32,
+        /// Inline bytes after the data item.
+        tail: u32,
+    },
+}
+
+impl ArgShape {
+    /// Bytes of the Call.
+    pub fn len(&self) -> u32 {
+        match *self {
+            ArgShape::Stream { len } => len,
+            ArgShape::Split { head, pages, tail } => head + pages + tail,
+        }
+    }
+
+    /// Whether the Call has no bytes (never, for a planned one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the argument pages the Call occupies, from the first page's
+    /// first byte, with pages of `page_size` bytes.
+    pub fn extent(&self, page_size: u32) -> u32 {
+        match *self {
+            ArgShape::Stream { len } => len,
+            ArgShape::Split { pages, .. } => page_size + pages,
+        }
+    }
+}
+
+/// A Call's assembly: how many steps [`call_layout`] wrote, and the shape
+/// they leave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallLayout {
+    /// Steps written to the caller's list.
+    pub steps: usize,
+    /// Where the Call's bytes lie once the steps are done.
+    pub shape: ArgShape,
+}
+
+/// The fewest inline bytes before a data item for [`ArgShape::Split`]: an
+/// RPC Call's fixed words (XID to procedure, and the credential's and
+/// verifier's flavor and length). A Call whose item comes earlier is not
+/// one nfsd would take a payload from; it is assembled as a stream and
+/// judged by sunrpc.
+pub const SPLIT_MIN_HEAD: u32 = 40;
+
 /// Plans the assembly of a Call whose inline part is `inline_len` bytes and
 /// whose Read chunks are `chunks` (positions non-decreasing, as the header
 /// decoder guarantees) into an argument buffer of `capacity` bytes. Writes
-/// the steps to `out` and returns `(steps, message length)`.
+/// the steps to `out`.
+///
+/// With `split` (the buffer's page size), a Call with exactly one data item
+/// (a chunk at an XDR-aligned Position of at least [`SPLIT_MIN_HEAD`])
+/// whose inline part fits one page is planned as an [`ArgShape::Split`], if
+/// that fits the buffer: the item lands page-aligned. Every other Call, and
+/// every Call without `split`, is one stream.
 ///
 /// With a position-zero chunk (RDMA_NOMSG), the chunk is the whole message:
 /// no other chunk may accompany it and the inline part is ignored.
 pub fn call_layout(
+    inline_len: u32,
+    chunks: &[ReadChunkRef],
+    capacity: u32,
+    split: Option<u32>,
+    out: &mut [Place],
+) -> Result<CallLayout, LayoutError> {
+    if let ([c], Some(page_size)) = (chunks, split) {
+        if let Some(l) = split_layout(inline_len, *c, capacity, page_size, out)? {
+            return Ok(l);
+        }
+    }
+    let (steps, len) = stream_layout(inline_len, chunks, capacity, out)?;
+    Ok(CallLayout {
+        steps,
+        shape: ArgShape::Stream { len },
+    })
+}
+
+/// The [`ArgShape::Split`] plan of a Call with the one chunk `c`, if it
+/// qualifies and fits.
+fn split_layout(
+    inline_len: u32,
+    c: ReadChunkRef,
+    capacity: u32,
+    page_size: u32,
+    out: &mut [Place],
+) -> Result<Option<CallLayout>, LayoutError> {
+    if c.position < SPLIT_MIN_HEAD
+        || !c.position.is_multiple_of(4)
+        || c.position > inline_len
+        || c.length == 0
+        || inline_len > page_size
+    {
+        return Ok(None);
+    }
+    let pad = xdr_pad(c.length);
+    let Some(pages) = c.length.checked_add(pad) else {
+        return Ok(None);
+    };
+    if page_size
+        .checked_add(pages)
+        .is_none_or(|end| end > capacity)
+    {
+        return Ok(None);
+    }
+    let (head, tail) = (c.position, inline_len - c.position);
+    let steps = [
+        Place::Inline {
+            src: 0,
+            dst: 0,
+            len: head,
+        },
+        Place::Chunk {
+            chunk: 0,
+            dst: page_size,
+            len: c.length,
+        },
+        Place::Zero {
+            dst: page_size + c.length,
+            len: pad,
+        },
+        Place::Inline {
+            src: head,
+            dst: head,
+            len: tail,
+        },
+    ];
+    let mut n = 0usize;
+    for step in steps {
+        let empty = match step {
+            Place::Inline { len, .. } | Place::Zero { len, .. } => len == 0,
+            Place::Chunk { .. } => false,
+        };
+        if empty {
+            continue;
+        }
+        *out.get_mut(n).ok_or(LayoutError::TooManySteps)? = step;
+        n += 1;
+    }
+    Ok(Some(CallLayout {
+        steps: n,
+        shape: ArgShape::Split { head, pages, tail },
+    }))
+}
+
+/// Plans the assembly of the Call as one stream: returns `(steps, message
+/// length)`.
+fn stream_layout(
     inline_len: u32,
     chunks: &[ReadChunkRef],
     capacity: u32,

@@ -480,6 +480,23 @@ pub(crate) enum CmEventKind {
     Other,
 }
 
+impl CmEventKind {
+    /// The event's name as the kernel's `rdma_event_msg` spells it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CmEventKind::Established => "established",
+            CmEventKind::Disconnected => "disconnected",
+            CmEventKind::DeviceRemoval => "device removal",
+            CmEventKind::ConnectError => "connect error",
+            CmEventKind::Rejected => "rejected",
+            CmEventKind::Unreachable => "unreachable",
+            CmEventKind::TimewaitExit => "timewait exit",
+            CmEventKind::AddrChange => "address change",
+            CmEventKind::Other => "other",
+        }
+    }
+}
+
 /// A CM event, borrowed for the duration of the handler call.
 pub(crate) struct CmEvent<'a> {
     ev: &'a bindings::rdma_cm_event,
@@ -504,6 +521,11 @@ impl<'a> CmEvent<'a> {
     /// The event's number (`RDMA_CM_EVENT_*`), for tracing.
     pub(crate) fn raw(&self) -> u32 {
         self.ev.event
+    }
+
+    /// The event's status (0, a negative errno, or a reject reason).
+    pub(crate) fn status(&self) -> i32 {
+        self.ev.status
     }
 
     /// The connection parameters of a connection request (or established)

@@ -9,7 +9,7 @@ use core::marker::PhantomData;
 use kernel::prelude::*;
 
 use super::SvcXprt;
-use crate::bindings;
+use crate::{bindings, proto::layout::ArgShape};
 
 /// The page size the argument and reply buffers are made of.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
@@ -485,17 +485,50 @@ impl<'a, C> Rqst<'a, C> {
         Ok(())
     }
 
-    /// Declares the Call assembled: `len` bytes from the start of the
-    /// argument buffer (head = first page, the rest in the page list, as
-    /// a stream transport leaves it).
-    pub(crate) fn set_arg_len(&mut self, len: usize) {
-        let len = len.min(self.arg_capacity());
+    /// Declares the Call assembled in the argument pages, laid out as
+    /// `shape` says (`proto::layout`): one stream from the first page's
+    /// first byte (head = first page, the rest in the page list, as a
+    /// stream transport leaves it), or a data item alone in the page list
+    /// from the second page's first byte, the inline bytes before it as the
+    /// head and those after it as the tail, both in the first page. Fails
+    /// (changing nothing) for a shape that does not fit the buffer, which
+    /// the planner never makes.
+    pub(crate) fn set_arg_shape(&mut self, shape: ArgShape) -> Result {
+        let cap = self.arg_capacity();
         let arg = &mut self.r_mut().rq_arg;
-        arg.head[0].iov_len = len.min(PAGE_SIZE);
-        arg.page_base = 0;
-        arg.page_len = (len - arg.head[0].iov_len) as u32;
-        arg.len = len as u32;
-        arg.tail[0].iov_len = 0;
+        match shape {
+            ArgShape::Split { head, pages, tail } => {
+                let (head, tail) = (head as usize, tail as usize);
+                let base = arg.head[0].iov_base.cast::<u8>();
+                if base.is_null()
+                    || head.saturating_add(tail) > PAGE_SIZE
+                    || pages as usize > cap.saturating_sub(PAGE_SIZE)
+                {
+                    return Err(EMSGSIZE);
+                }
+                arg.head[0].iov_len = head;
+                arg.page_base = 0;
+                arg.page_len = pages;
+                // `base` is the first argument page's address (set by
+                // `svc_alloc_arg`, or `install_arg_pages`).
+                // SAFETY: not null, and `head + tail` bytes fit that page.
+                arg.tail[0].iov_base = unsafe { base.add(head) }.cast();
+                arg.tail[0].iov_len = tail;
+                arg.len = (head + pages as usize + tail) as u32;
+            }
+            ArgShape::Stream { len } => {
+                let len = len as usize;
+                if len > cap {
+                    return Err(EMSGSIZE);
+                }
+                arg.head[0].iov_len = len.min(PAGE_SIZE);
+                arg.page_base = 0;
+                arg.page_len = (len - arg.head[0].iov_len) as u32;
+                arg.len = len as u32;
+                arg.tail[0].iov_len = 0;
+            }
+        }
+        Ok(())
     }
 
     /// The first bytes of the assembled Call.

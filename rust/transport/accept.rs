@@ -504,8 +504,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     let got_send_sge = got.send_sge;
     // A chain holds a slot per request until its last completion: the
     // send queue's slots, less the one the drain at teardown needs, are
-    // what chains hold.
-    let sq_slots = got.send_wr.min(depths.send_wr).saturating_sub(1);
+    // what chains hold (fewer under a debug build's `debug_sq_slots`).
+    let sq_slots = got
+        .send_wr
+        .min(depths.send_wr)
+        .saturating_sub(1)
+        .min(params::sq_slots_cap());
     // Contexts: the Calls in progress and the Replies in flight, which
     // hold theirs until their Send completes. A client within its
     // credits has at most `credits` of both together, but its credit
@@ -523,7 +527,10 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
             frmrs.as_ref().map_or(0, |f| f.len()),
         )
         // On failure the QP (dropped first) flushes what was posted.
-        .and_then(|()| acc.endpoint().post_receives());
+        .and_then(|()| {
+            conn.receives_posting(depths.recv_buffers as usize);
+            acc.endpoint().post_receives()
+        });
     if let Err(e) = built {
         // The endpoint (QP first, id last), then the request's watch, then
         // the connection, to which nothing refers any more.

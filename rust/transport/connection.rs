@@ -120,6 +120,9 @@ pub(crate) struct Connection {
     /// nfsd threads in `xpo_recvfrom` on this connection (see
     /// [`Connection::enter_recv`]).
     in_recv: Atomic<u32>,
+    /// Receive buffers posted whose receive has not completed (for the
+    /// `recv_starved` counter only; see [`Connection::receives_posting`]).
+    recv_posted: Atomic<i64>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
     /// (and its `stats/`, first: dropped before its parent).
     sysfs: SetOnce<(Dir<ConnStatsView>, Dir<ConnView>)>,
@@ -177,8 +180,6 @@ struct Ready {
     /// Received buffers, oldest first. Capacity for every buffer is
     /// reserved up front, so the completion path never allocates.
     queue: KVec<RecvSlot>,
-    /// Receive buffers the connection has.
-    buffers: usize,
     /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
     /// to pick them up. Capacity for every context is reserved when the
     /// pools are made ([`Connection::init_pools`]).
@@ -227,7 +228,6 @@ impl Connection {
             mr_free <- MrFree::empty(),
             ready <- new_spinlock!(Ready {
                 queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
-                buffers: recv_buffers,
                 reads: KVec::new(),
                 established: false,
             }),
@@ -238,6 +238,7 @@ impl Connection {
             dying: Atomic::new(false),
             orphans <- new_spinlock!(KVec::new()),
             in_recv: Atomic::new(0),
+            recv_posted: Atomic::new(0),
             sysfs: SetOnce::new(),
             stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
             info,
@@ -274,7 +275,20 @@ impl Connection {
             }
             Err(full) => batch[0] = Some(full.0),
         }
+        self.receives_posting(batch.iter().flatten().count());
         post(batch)
+    }
+
+    /// `n` receive buffers are about to be posted (counted before the post,
+    /// so their completions never find the count short). Only the
+    /// `recv_starved` counter reads it: a receive that completes with none
+    /// left posted is one after which the client's next Send would find no
+    /// buffer, whether the others wait for nfsd, are being handled, or wait
+    /// in a batch to be posted again.
+    pub(crate) fn receives_posting(&self, n: usize) {
+        if !cfg!(svcrdma_rs_no_stats) {
+            self.recv_posted.fetch_add(n as i64, Relaxed);
+        }
     }
 
     /// sunrpc's part.
@@ -357,8 +371,8 @@ impl Connection {
                 self.fatal();
                 return;
             }
-            // Every buffer waits for nfsd: none is posted for the client.
-            if r.queue.len() >= r.buffers {
+            // This was the last posted buffer: none is left for the client.
+            if !cfg!(svcrdma_rs_no_stats) && self.recv_posted.fetch_sub(1, Relaxed) <= 1 {
                 count(&self.stats.c.recv_starved, 1);
             }
             self.xprt.set_flag(Flag::Data);
@@ -690,12 +704,23 @@ impl CmHandler for Connection {
     fn event(self: Pin<&Self>, _id: CmIdRef<'_>, event: &CmEvent<'_>) {
         match event.kind() {
             CmEventKind::Established => self.established(),
-            CmEventKind::Disconnected
+            kind @ (CmEventKind::Disconnected
             | CmEventKind::DeviceRemoval
             | CmEventKind::ConnectError
             | CmEventKind::Unreachable
             | CmEventKind::Rejected
-            | CmEventKind::AddrChange => {
+            | CmEventKind::AddrChange) => {
+                // A peer's disconnect is the ordinary end, and a device's
+                // removal is logged once, by its listener; any other event
+                // ends the connection for a reason an admin should see.
+                if !matches!(kind, CmEventKind::Disconnected | CmEventKind::DeviceRemoval) {
+                    pr_warn_ratelimited!(
+                        "connection {}: CM event {} (status {}), closing\n",
+                        self.id,
+                        kind.name(),
+                        event.status()
+                    );
+                }
                 // The QP goes to the error state too: RDMA Reads posted to a
                 // peer that is gone would otherwise hold their nfsd threads
                 // until the retries run out (tens of seconds), with no thread

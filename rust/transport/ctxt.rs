@@ -24,7 +24,7 @@ use kernel::{
 use crate::{
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
-        layout::Payload,
+        layout::{ArgShape, Payload},
         rpcrdma::header::{Header, Limits, Shape},
     },
     rdma::{
@@ -127,8 +127,8 @@ pub(crate) struct CallCtxt {
     /// The Reply's pages, taken from nfsd while its Writes are in flight,
     /// with the Writes' mappings of them.
     pub(crate) reply: MappedPages,
-    /// The Call's length, once its Reads complete.
-    pub(crate) call_len: usize,
+    /// Where the Call's bytes lie in its pages once its Reads complete.
+    pub(crate) call_shape: ArgShape,
     /// Where the Call's Read chunks start, and how many there are: only
     /// for the mutant that corrupts them.
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
@@ -168,7 +168,7 @@ impl CallCtxt {
             chain: Chain::new(),
             args: MappedPages::new(dev)?,
             reply: MappedPages::new(dev)?,
-            call_len: 0,
+            call_shape: ArgShape::Stream { len: 0 },
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             read_dst: [0; MAX_READ_CHUNKS],
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
@@ -190,7 +190,7 @@ impl CallCtxt {
         self.next_write = 0;
         self.chain.clear();
         self.put_pages();
-        self.call_len = 0;
+        self.call_shape = ArgShape::Stream { len: 0 };
         #[cfg(svcrdma_mutant = "corrupt_read_sink")]
         {
             self.nread = 0;

@@ -6,11 +6,13 @@
 //! The transport header is decoded and validated (`proto::rpcrdma`); a bad
 //! one is answered with RDMA_ERROR (ERR_VERS, ERR_CHUNK) or, for a peer's
 //! RDMA_ERROR, closes the connection. A good one is assembled into nfsd's
-//! argument pages the way a stream transport leaves a record there: the
-//! inline part copied (so the receive buffer is reposted at once), each Read
-//! chunk pulled by RDMA Read to the place its Position gives, roundups
-//! zeroed (`proto::layout`). The context that carries the header to the
-//! Reply hangs on the request.
+//! argument pages (`proto::layout`): the inline part copied (so the receive
+//! buffer is reposted at once), each Read chunk pulled by RDMA Read, and
+//! roundups zeroed. Most Calls become one stream, the way a stream transport
+//! leaves a record; a Call with one data item (an NFS WRITE's payload) gets
+//! the item on pages of its own from their first byte, as nfsd's direct I/O
+//! needs, the inline bytes around it in the first page. The context that
+//! carries the header to the Reply hangs on the request.
 
 use kernel::prelude::*;
 
@@ -25,13 +27,14 @@ use crate::{
     log::pr_warn_ratelimited,
     proto::{
         budget::{answer_when_busy, Cost},
-        layout::{call_layout, Place, ReadChunkRef},
+        layout::{call_layout, ArgShape, Place, ReadChunkRef},
         rpcrdma::{
             chunk::ReadList,
             header::{decode, ChunkError, DecodeError, Proc},
         },
     },
     rdma::recv::RecvSlot,
+    sunrpc::PAGE_SIZE,
 };
 
 /// Handles one received message on `conn` for the nfsd thread's request
@@ -139,7 +142,7 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     for &dst in ctxt.read_dst.iter().take(ctxt.nread) {
         let _ = rq.arg_flip(dst);
     }
-    match finish_call(conn, rq, ctxt.call_len) {
+    match finish_call(conn, rq, ctxt.call_shape) {
         Ok(len) => {
             count(&conn.stats.c.calls, 1);
             rq.set_ctxt(ctxt);
@@ -152,14 +155,14 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     }
 }
 
-/// Declares the Call of `len` bytes in `rq`'s argument buffer assembled,
-/// after checking it is an RPC Call.
+/// Declares the Call laid out in `rq`'s argument pages as `shape` says
+/// assembled, after checking it is an RPC Call. Returns its length.
 fn finish_call(
     conn: &Connection,
     rq: &mut Rq<'_>,
-    len: usize,
+    shape: ArgShape,
 ) -> core::result::Result<usize, NoCall> {
-    rq.set_arg_len(len);
+    rq.set_arg_shape(shape)?;
     // RPC direction (word 1): 0 is a Call. A Reply would be for a
     // backchannel, which this transport offers only when built with it
     // (and then took it above).
@@ -171,7 +174,7 @@ fn finish_call(
         return Err(NoCall::Dropped);
     }
     rq.complete_receive(conn.xprt());
-    Ok(len)
+    Ok(shape.len() as usize)
 }
 
 /// What a received message gave.
@@ -299,13 +302,19 @@ fn receive(
     }
     let mut steps = [Place::Zero { dst: 0, len: 0 }; 3 * MAX_READ_CHUNKS + 1];
     let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    let (nsteps, total) = match call_layout(
+    // A data item gets pages of its own, except in a NULL Call (RPC word
+    // 5, the procedure, is 0): it has no payload for nfsd to write, and
+    // RPCSEC_GSS context creation (a NULL Call) reads its token from the
+    // argument pages past the page list rather than from the tail.
+    let split = body.get(20..24).is_some_and(|p| p != [0u8; 4]);
+    let (nsteps, shape) = match call_layout(
         u32::try_from(body.len()).unwrap_or(u32::MAX),
         &chunks[..nchunks],
         capacity,
+        split.then_some(PAGE_SIZE as u32),
         &mut steps,
     ) {
-        Ok(l) => l,
+        Ok(l) => (l.steps, l.shape),
         Err(e) => return reject(conn, ctxt, xid, e.as_str(), (0, 0), slot),
     };
     // A Call whose Reads need more MRs or send-queue slots than the
@@ -356,7 +365,7 @@ fn receive(
         // and put back whatever they give.
         let hdr = core::mem::take(&mut ctxt.hdr);
         let prepared = read_work(&hdr, &steps[..nsteps])
-            .map(|work| rw::prepare_reads(conn, rq, ctxt, &work, total as usize));
+            .map(|work| rw::prepare_reads(conn, rq, ctxt, &work, shape));
         ctxt.hdr = hdr;
         if let Err(e) = prepared? {
             pr_warn_ratelimited!(
@@ -369,7 +378,7 @@ fn receive(
         }
         return Ok(Next::Reads);
     }
-    finish_call(conn, rq, total as usize).map(Next::Call)
+    finish_call(conn, rq, shape).map(Next::Call)
 }
 
 /// Per Read chunk that `steps` place, its segments (in `hdr`, the

@@ -29,6 +29,7 @@ use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
     proto::{
         budget::{self, Budget, ReadSink},
+        layout::ArgShape,
         memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
@@ -183,7 +184,7 @@ fn build_reads(
 
 /// Prepares the RDMA Reads of every Read chunk of a Call into its argument
 /// buffer: `chunks` gives, per chunk, its segments and destination offset;
-/// the Call is `call_len` bytes long once they are in. The caller checked
+/// the Call lies in its pages as `shape` says once they are in. The caller checked
 /// the Call against [`budget`]. On success `ctxt` holds the Read chain,
 /// the MRs and mappings it uses, and the Call's argument pages, taken from
 /// `rq` (for [`super::sq::post_reads`]); on failure the connection is
@@ -194,12 +195,13 @@ pub(super) fn prepare_reads(
     rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
-    call_len: usize,
+    shape: ArgShape,
 ) -> Result {
     ctxt.chain.clear();
     // The pages the Reads fill go with the context, before anything maps
     // them; the Call is picked up, in them, by whichever thread comes next.
-    ctxt.args.take_args(rq, call_len.div_ceil(PAGE_SIZE))?;
+    let extent = shape.extent(PAGE_SIZE as u32) as usize;
+    ctxt.args.take_args(rq, extent.div_ceil(PAGE_SIZE))?;
     if let Err(e) = build_chain(conn, ctxt, chunks) {
         ctxt.args.unmap();
         retire_mrs(conn, ctxt);
@@ -208,7 +210,7 @@ pub(super) fn prepare_reads(
         let _ = ctxt.args.give_back_args(rq);
         return Err(e);
     }
-    ctxt.call_len = call_len;
+    ctxt.call_shape = shape;
     // Mutant corrupt_read_sink: where the Read chunks' sinks start.
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
     {

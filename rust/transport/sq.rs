@@ -151,7 +151,10 @@ where
         not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(e);
     }
-    conn.count_posted(&ctxt.chain.tally());
+    // The counters-off build (make bench's rs_nostats) does not even tally.
+    if !cfg!(svcrdma_rs_no_stats) {
+        conn.count_posted(&ctxt.chain.tally());
+    }
     // The slots go back with the chain's completion.
     ctxt.sq_held = n;
     ctxt.status.store(0, Relaxed);
@@ -165,7 +168,13 @@ where
         );
         e
     };
-    match post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close()) {
+    // A debug build's `debug_fail_post`: the device's refusal, without it.
+    let posted = if crate::params::take_post_failure() {
+        Err(PostError::Unposted(ctxt, ENOMEM))
+    } else {
+        post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close())
+    };
+    match posted {
         Ok(()) => Ok(()),
         Err(PostError::Unposted(mut ctxt, e)) => {
             conn.sq_release(core::mem::take(&mut ctxt.sq_held));

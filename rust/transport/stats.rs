@@ -103,7 +103,8 @@ counters! { $;
     sq_waits,
     /// Times an nfsd thread waited for FRMR pool entries (MRs).
     mr_waits,
-    /// Times every receive buffer was waiting for nfsd (none posted).
+    /// Receives that completed with no other buffer posted: the client's
+    /// next Send would have found none.
     recv_starved,
     /// Work requests that completed with an error (flushes not counted).
     completion_errors,
@@ -136,8 +137,14 @@ impl ConnStats {
 /// Adds `n` to `counter` (relaxed: a count, not a synchronization). Adding
 /// nothing touches nothing: most chains count in a few of the counters, and
 /// an atomic add on a line other nfsd threads write is the cost to avoid.
+///
+/// A module built with `SVCRDMA_RS_STATS=n` (make bench's counters-off arm
+/// only) counts nothing.
 #[inline]
 pub(crate) fn count(counter: &Atomic<u64>, n: u64) {
+    if cfg!(svcrdma_rs_no_stats) {
+        return;
+    }
     if n != 0 {
         counter.fetch_add(n, Relaxed);
     }

@@ -90,4 +90,16 @@ pr() {
 		[ "$(cat $T_PARAMS/memreg) $(cat $T_PARAMS/debug_frmr_pool)" = "auto 0" ] || exit 3' _ "$lib"
 }
 expect pass "param_set: restored by param_restore and when the test fails" -- pr
+# on_exit: a test's cleanup commands run however it ends, the last one
+# first, each whatever the others did, after its parameters are put back.
+oe() {
+	bash -c '. "$1"; export T_PARAMS=$TMPDIR/params2; mkdir -p "$T_PARAMS"; log=$TMPDIR/oe.log
+		echo auto >"$T_PARAMS/memreg"; rm -f "$log"
+		c() { on_exit "echo one >>$log"; param_set memreg frmr
+			on_exit "false; echo two-\$(cat $T_PARAMS/memreg) >>$log"; on_exit "echo three >>$log"
+			fail "on purpose"; }
+		t_run cleanup c | grep -q "^FAIL cleanup" || exit 1
+		[ "$(tr "\n" " " <"$log")" = "three two-auto one " ] || exit 2' _ "$lib"
+}
+expect pass "on_exit: cleanup runs last first when the test fails, parameters back first" -- oe
 exit $bad

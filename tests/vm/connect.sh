@@ -128,7 +128,7 @@ check_pd() {
 	rd $CONN/remote_invalidate; got+=" $REPLY"
 	echo "$name: private=${hex:-none} -> send/recv/R/remote_invalidate = $got"
 	# A connection gone before it was read: what its CM and QP said
-	# (private_data_fuzz records them).
+	# (private_data_fuzz traces them).
 	[ -d "$CONN" ] || [ "$got" = "$send $recv $r $r" ] ||
 		fail "$name: connection ${CONN##*/} went away while it was read: $(conn_trace "${CONN##*/}")"
 	# The server sets R (no remote-write key on rxe): remote invalidation iff the client did.
@@ -181,23 +181,20 @@ private_data_cases() {
 t_private_data_decoding_rxe() { private_data_cases 56; }
 t_private_data_decoding_siw() { private_data_cases 0; }
 
-# conn_trace_on: the trace records what each connection's CM, QP and
-# completions report (svcrdma_rs_cm_event, qp_err, wc_err) until
-# conn_trace_off; conn_trace ID: those of connection ID, on one line.
-CT_EVENTS="cm_event qp_err wc_err"
-conn_trace_on() {
+# trace_on EVENT...: tracefs's events/svcrdma_rs/svcrdma_rs_EVENT
+# recording from now on (the trace emptied); trace_off stops every
+# svcrdma_rs event. conn_trace ID: connection ID's records, on one line.
+trace_on() {
 	local T=/sys/kernel/tracing e
-	[ -d $T/events ] || mount -t tracefs nodev $T || return 0
+	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
 	echo 0 >$T/tracing_on
 	: >$T/trace
-	for e in $CT_EVENTS; do echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+	for e; do echo 1 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
 	echo 1 >$T/tracing_on
 }
-conn_trace_off() {
-	local T=/sys/kernel/tracing e
-	[ -d $T/events/svcrdma_rs ] || return 0
-	echo 0 >$T/tracing_on
-	for e in $CT_EVENTS; do echo 0 >$T/events/svcrdma_rs/svcrdma_rs_$e/enable; done
+trace_off() {
+	echo 0 >/sys/kernel/tracing/tracing_on
+	echo 0 >/sys/kernel/tracing/events/svcrdma_rs/enable
 }
 conn_trace() {
 	{ grep -a "conn=$1 " /sys/kernel/tracing/trace || echo "(nothing traced)"; } |
@@ -209,7 +206,8 @@ conn_trace() {
 # tests/tools/pd_fuzz.py's independent decoding of the padded buffer.
 private_data_fuzz() {
 	local pad=$1 max=$2 hex send recv r n=0 args
-	conn_trace_on
+	# A connection that goes away mid-check is named with its events.
+	trace_on cm_event qp_err wc_err
 	args=(--seed "$PD_SEED" --max-len "$max" --pad "$pad")
 	[ "$PD_FUZZ" = all ] || args+=(--count "$PD_FUZZ")
 	python3 "$ROOT/tests/tools/pd_fuzz.py" "${args[@]}" >/tmp/pd_cases || fail "pd_fuzz.py failed"
@@ -218,7 +216,7 @@ private_data_fuzz() {
 		n=$((n + 1))
 		check_pd "fuzz_$n" "$hex" "$send" "$recv" "$r"
 	done </tmp/pd_cases
-	conn_trace_off
+	trace_off
 	[ $n -gt 0 ] || fail "no fuzz cases"
 	echo "$n random private data buffers (seed $PD_SEED, up to $max bytes) decoded as RFC 8797 says"
 }
@@ -365,6 +363,12 @@ t_parameters_validated() {
 		dmesg_since_mark | has "svcrdma_rs: $p=\"bogus\" refused" || fail "no clear line for a bad $p"
 	done
 	if echo fast_reg >$P/debug_caps 2>/dev/null; then fail "debug_caps=fast_reg accepted"; fi
+	for p in debug_frmr_pool debug_sq_slots debug_fail_post; do
+		for v in -1 65536 x; do
+			if echo $v >$P/$p 2>/dev/null; then fail "$p=$v accepted"; fi
+		done
+		[ "$(cat $P/$p)" = 0 ] || fail "$p is $(cat $P/$p) after bad writes, not 0"
+	done
 	[ "$(cat $P/memreg) $(cat $P/dma_mr)" = "auto ib_only" ] || fail "defaults are not auto/ib_only"
 	modinfo "$KO" | has '^parm: *memreg:' || fail "memreg not documented in modinfo"
 	modinfo "$KO" | has '^parm: *dma_mr:.*ib_only' || fail "dma_mr not documented in modinfo"
@@ -554,8 +558,8 @@ assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.1 and c["errors"] == 0, c' /
 # Once the three clients ran as expected and the accept was found, every
 # missing event is named in one failure. With the events disabled again,
 # nothing more is recorded.
-# Not exercised: post_err (a post the device refuses) and sq_wait (a full
-# send queue) need faults no test client can cause.
+# post_err and sq_wait need faults no test client can cause: the debug
+# build's parameters cause them (post_refused_rxe, sq_full_waits_rxe).
 t_tracepoints_rxe() {
 	local T=/sys/kernel/tracing rc=0 rc2=0 n id ev ip missing=() caps0 memreg0
 	ip=$(cat /tmp/guest_ip)
@@ -619,6 +623,134 @@ t_tracepoints_rxe() {
 	[ "${n:-0}" = 0 ] || fail "$n svcrdma_rs events recorded with the events disabled"
 }
 
+# An NFS WRITE's payload starts a page of its own (issue 19): nfsd's
+# direct-I/O write path (io_cache_write=2) takes only a payload whose first
+# byte is aligned for the file's device, and writes it with IOCB_DIRECT
+# (tracepoint nfsd_write_direct); a payload at its XDR offset in one
+# stream (as before) is written buffered (nfsd_write_vector). The export
+# is an ext4 on a loop device (tmpfs reports no direct-I/O alignment);
+# 4 MiB written with 1 MiB WRITEs must all be written direct, and the file
+# on the server must be what the client wrote.
+t_write_payload_page_aligned_rxe() {
+	local T=/sys/kernel/tracing D=/sys/kernel/debug/nfsd/io_cache_write m=/mnt/dio
+	local disk=/run/dio-disk dir=$NFS_EXPORT/dio img loop io0 direct vector
+	[ -d $T/events ] || mount -t tracefs nodev $T || fail "cannot mount tracefs"
+	[ -e $D ] || mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+	[ -w $D ] || fail "no $D (nfsd's I/O mode)"
+	[ -d $T/events/nfsd/nfsd_write_direct ] || fail "no nfsd_write_direct tracepoint"
+	# The disk image in memory of its own (the guest's root is 9p).
+	mkdir -p $disk
+	mountpoint -q $disk || mount -t tmpfs -o size=80M tmpfs $disk || fail "cannot mount a tmpfs for the image"
+	img=$disk/dio.img
+	on_exit "umount $disk"
+	truncate -s 64M $img
+	loop=$(losetup -f --show $img) || fail "losetup failed"
+	rd $D; io0=$REPLY
+	# Whatever ends the test: tracing off, nfsd's mode back, the export and
+	# the disk gone (nfsd lets go of the file system first), last first.
+	on_exit "losetup -d $loop; rm -f $img"
+	on_exit "umount -f $m; exportfs -u '*:$dir'; exportfs -f; echo $dir >/proc/fs/nfsd/unlock_filesystem;
+		wait_for 10 umount $dir"
+	on_exit "echo 0 >$T/tracing_on; echo 0 >$T/events/nfsd/enable; echo $io0 >$D"
+	mkfs.ext4 -q -F $loop >/dev/null 2>&1 || fail "mkfs.ext4 failed"
+	mkdir -p $dir && mount -t ext4 $loop $dir || fail "cannot mount the ext4"
+	exportfs -o rw,no_root_squash,insecure,no_subtree_check,fsid=7 "*:$dir" || fail "exportfs failed"
+	echo 2 >$D || fail "cannot set nfsd's direct I/O for writes"
+	rdma_mount_newest $m
+	head -c $((4 << 20)) /dev/urandom >/tmp/dio.src
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	echo 1 >$T/events/nfsd/nfsd_write_direct/enable
+	echo 1 >$T/events/nfsd/nfsd_write_vector/enable
+	echo 1 >$T/tracing_on
+	timeout 120 dd if=/tmp/dio.src of=$m/dio/f bs=1M oflag=direct status=none || fail "write failed"
+	echo 0 >$T/tracing_on
+	echo 0 >$T/events/nfsd/nfsd_write_direct/enable
+	echo 0 >$T/events/nfsd/nfsd_write_vector/enable
+	{ grep -a 'nfsd_write_' $T/trace || true; } | first 8
+	direct=$(grep -ac 'nfsd_write_direct:' $T/trace) || true
+	vector=$(grep -ac 'nfsd_write_vector:' $T/trace) || true
+	echo "4 MiB in 1 MiB WRITEs: ${direct:-0} written direct, ${vector:-0} buffered"
+	cmp -s /tmp/dio.src $dir/f || fail "the file on the server differs from what the client wrote"
+	((${vector:-0} == 0 && ${direct:-0} >= 4)) ||
+		fail "${direct:-0} direct and ${vector:-0} buffered writes: payloads not page-aligned for direct I/O"
+}
+
+# A full send queue (issue 21's sq_waits and sq_wait): a connection
+# accepted with 40 send-queue slots (the debug build's debug_sq_slots)
+# carries 1 MiB READ Replies of 33 work requests each (32 RDMA Writes and
+# the Send); four readers at once keep both nfsd threads replying, so one
+# waits for the other's slots (rounds of four, at most 5, until one did).
+# The wait is counted and traced on that connection, the data read is
+# right, nothing failed, and the connection is the one the mount made (no
+# reconnect).
+t_sq_full_waits_rxe() {
+	local m=/mnt/sqwait c max i r pids waits=0
+	on_exit "umount -f $m; trace_off"
+	param_set debug_sq_slots 40
+	rdma_mount_newest $m
+	param_restore debug_sq_slots
+	max=$REPLY c=$S/connections/$REPLY
+	head -c $((16 << 20)) /dev/urandom >/tmp/sqwait.src
+	timeout 120 dd if=/tmp/sqwait.src of=$m/sqwait.dat bs=1M oflag=direct status=none || fail "write failed"
+	trace_on sq_wait
+	for ((r = 1; r <= 5 && waits == 0; r++)); do
+		pids=()
+		for i in 0 1 2 3; do
+			timeout 120 dd if=$m/sqwait.dat of=/tmp/sqwait.$i bs=1M skip=$((i * 4)) count=4 \
+				iflag=direct status=none &
+			pids+=($!)
+		done
+		for i in 0 1 2 3; do wait "${pids[$i]}" || fail "reader $i failed (round $r)"; done
+		for i in 0 1 2 3; do
+			cmp -s -i $((i << 22)):0 -n $((4 << 20)) /tmp/sqwait.src /tmp/sqwait.$i ||
+				fail "reader $i read wrong data (round $r)"
+		done
+		rd $c/stats/sq_waits; waits=$REPLY
+	done
+	trace_off
+	{ grep -a 'svcrdma_rs_sq_wait:' /sys/kernel/tracing/trace || true; } | first 3
+	echo "connection $max: sq_waits $waits after $((r - 1)) round(s)"
+	((waits > 0)) || fail "sq_waits $waits: no thread waited with 40 slots for 33-request Replies"
+	grep -aqE "svcrdma_rs_sq_wait: conn=$max wrs=[0-9]+" /sys/kernel/tracing/trace ||
+		fail "no svcrdma_rs_sq_wait event for connection $max"
+	rd $c/stats/completion_errors
+	[ "$REPLY" = 0 ] || fail "completion_errors $REPLY on a clean workload"
+	last_conn
+	[ "$REPLY" = "$max" ] || fail "the client reconnected (connection $REPLY, was $max)"
+	timeout 60 umount $m || fail "umount failed"
+}
+
+# A post the device refuses (issue 21's post_err): with the debug build's
+# debug_fail_post=1 the next chain posted fails with -ENOMEM as a device's
+# refusal would. The failure is traced (connection, requests, error) and
+# logged, its connection closes, and the client's write, retried on a new
+# connection, lands: the file on the server is what was written.
+t_post_refused_rxe() {
+	local m=/mnt/postfail max
+	on_exit "umount -f $m; trace_off"
+	rdma_mount_newest $m
+	max=$REPLY
+	head -c $((2 << 20)) /dev/urandom >/tmp/postfail.src
+	dmesg_mark postfail
+	trace_on post_err
+	param_set debug_fail_post 1
+	timeout 120 dd if=/tmp/postfail.src of=$m/postfail.dat bs=1M oflag=direct status=none ||
+		fail "write failed (or hung: the refused Call lost)"
+	rd $P/debug_fail_post
+	[ "$REPLY" = 0 ] || fail "debug_fail_post is $REPLY after the write: no post failed"
+	param_restore debug_fail_post
+	trace_off
+	{ grep -a 'svcrdma_rs_post_err:' /sys/kernel/tracing/trace || true; } | first 3
+	grep -aqE "svcrdma_rs_post_err: conn=$max wrs=[1-9][0-9]* rc=-12" /sys/kernel/tracing/trace ||
+		fail "no svcrdma_rs_post_err event (conn=$max, rc=-12)"
+	dmesg_since_mark postfail | grep -a "connection $max: posting [0-9]* work requests failed: error -12, closing" ||
+		fail "no log line for the refused post on connection $max"
+	wait_for 30 sh -c "! test -d $S/connections/$max" || fail "connection $max stayed after its post failed"
+	cmp -s /tmp/postfail.src $NFS_EXPORT/postfail.dat || fail "the file on the server is not what was written"
+	timeout 60 umount $m || fail "umount failed"
+}
+
 t_siw_matrix() {
 	# One soft device at a time: both would claim the same address.
 	rdma_del rxe0
@@ -656,7 +788,7 @@ t_teardown_clean() {
 
 # Figures for the log even when a test passes (t_run hides its output).
 exec {CONNECT_OUT}>&1
-t_plan 15
+t_plan 18
 t_run setup_rxe t_setup_rxe
 t_run private_data_decoding_rxe t_private_data_decoding_rxe
 t_run private_data_fuzz_rxe t_private_data_fuzz_rxe
@@ -668,6 +800,9 @@ t_run first_call_answered_rxe t_first_call_answered_rxe
 t_run counters_rxe t_counters_rxe
 t_run stat_under_load_rxe t_stat_under_load_rxe
 t_run tracepoints_rxe t_tracepoints_rxe
+t_run write_payload_page_aligned_rxe t_write_payload_page_aligned_rxe
+t_run sq_full_waits_rxe t_sq_full_waits_rxe
+t_run post_refused_rxe t_post_refused_rxe
 t_run siw_matrix t_siw_matrix
 t_run private_data_decoding_siw t_private_data_decoding_siw
 t_run private_data_fuzz_siw t_private_data_fuzz_siw

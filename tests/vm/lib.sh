@@ -143,19 +143,36 @@ kmsg_mark() {
 kmsg_window_start() { kmsg_mark; T_NEW=(); }
 kmsg_window_end() { kmsg_mark; }
 
+# on_exit CMD: CMD (a shell command) runs when the test ends, however it
+# ends: t_run's subshell's EXIT trap, which puts back the parameters
+# param_set changed, then runs every on_exit command, the last one first,
+# each whatever the others did. The trap replaces any other (so neither is
+# for a test that uses kmsg_follow).
+T_ON_EXIT=()
+on_exit() {
+	T_ON_EXIT+=("$1")
+	trap t_exit EXIT
+}
+t_exit() {
+	local i
+	param_restore_all
+	for ((i = ${#T_ON_EXIT[@]} - 1; i >= 0; i--)); do
+		eval "${T_ON_EXIT[$i]}" >/dev/null 2>&1 || true
+	done
+}
+
 # param_set NAME VALUE: svcrdma_rs's module parameter NAME is VALUE for
 # the rest of the test, or until param_restore NAME (e.g. once the
 # connection it decides is accepted). Its old value comes back however the
-# test ends: an EXIT trap in t_run's subshell, which replaces any other
-# (so not in a test that uses kmsg_follow). T_PARAMS: the parameters'
-# directory (host self-test).
+# test ends (t_exit, above). T_PARAMS: the parameters' directory (host
+# self-test).
 declare -A T_PARAM_OLD=()
 param_set() {
 	local f=${T_PARAMS:-/sys/module/svcrdma_rs/parameters}/$1
 	if [ -z "${T_PARAM_OLD[$1]+x}" ]; then
 		T_PARAM_OLD[$1]=$(cat "$f") || fail "cannot read parameter $1"
 	fi
-	trap param_restore_all EXIT
+	trap t_exit EXIT
 	echo "$2" >"$f" || fail "cannot set $1=$2"
 }
 param_restore() {

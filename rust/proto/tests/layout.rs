@@ -4,16 +4,40 @@
 
 use proptest::prelude::*;
 use svcrdma_proto::layout::{
-    call_layout, reply_inline_len, reply_regions, xdr_pad, LayoutError, Payload, Place,
-    ReadChunkRef,
+    call_layout, reply_inline_len, reply_regions, xdr_pad, ArgShape, CallLayout, LayoutError,
+    Payload, Place, ReadChunkRef, SPLIT_MIN_HEAD,
 };
 
 const CAP: u32 = 1 << 20;
+const PAGE: u32 = 4096;
+
+fn plan(
+    inline: u32,
+    chunks: &[ReadChunkRef],
+    cap: u32,
+) -> Result<(Vec<Place>, ArgShape), LayoutError> {
+    let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
+    let CallLayout { steps, shape } = call_layout(inline, chunks, cap, Some(PAGE), &mut out)?;
+    Ok((out[..steps].to_vec(), shape))
+}
 
 fn layout(inline: u32, chunks: &[ReadChunkRef]) -> Result<(Vec<Place>, u32), LayoutError> {
-    let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
-    let (n, total) = call_layout(inline, chunks, CAP, &mut out)?;
-    Ok((out[..n].to_vec(), total))
+    plan(inline, chunks, CAP).map(|(steps, shape)| (steps, shape.len()))
+}
+
+/// The Call's stream, read out of argument pages `buf` the way nfsd reads
+/// a Call of this shape (head, page list, tail).
+fn read_out(buf: &[u8], shape: ArgShape, page: u32) -> Vec<u8> {
+    match shape {
+        ArgShape::Stream { len } => buf[..len as usize].to_vec(),
+        ArgShape::Split { head, pages, tail } => {
+            let (h, p, t, page) = (head as usize, pages as usize, tail as usize, page as usize);
+            let mut v = buf[..h].to_vec();
+            v.extend_from_slice(&buf[page..page + p]);
+            v.extend_from_slice(&buf[h..h + t]);
+            v
+        }
+    }
 }
 
 fn rc(position: u32, length: u32) -> ReadChunkRef {
@@ -41,10 +65,70 @@ fn inline_only_is_one_copy() {
 }
 
 #[test]
-fn nfs_write_payload_in_the_middle() {
+fn nfs_write_payload_starts_a_page() {
     // 100 inline bytes of WRITE arguments, a 4099-byte payload at 100,
-    // then 12 more inline bytes (e.g. the rest of a COMPOUND).
-    let (steps, total) = layout(112, &[rc(100, 4099)]).unwrap();
+    // then 12 more inline bytes (e.g. the rest of a COMPOUND): the payload
+    // fills the pages from the second one's first byte, its roundup after
+    // it; the 12 bytes follow the head in the first page.
+    let (steps, shape) = plan(112, &[rc(100, 4099)], CAP).unwrap();
+    assert_eq!(
+        steps,
+        vec![
+            Place::Inline {
+                src: 0,
+                dst: 0,
+                len: 100
+            },
+            Place::Chunk {
+                chunk: 0,
+                dst: PAGE,
+                len: 4099
+            },
+            Place::Zero {
+                dst: PAGE + 4099,
+                len: 1
+            },
+            Place::Inline {
+                src: 100,
+                dst: 100,
+                len: 12
+            },
+        ]
+    );
+    assert_eq!(
+        shape,
+        ArgShape::Split {
+            head: 100,
+            pages: 4100,
+            tail: 12
+        }
+    );
+    assert_eq!(shape.len(), 4212);
+    assert_eq!(shape.extent(PAGE), PAGE + 4100);
+    // A payload that ends the Call and needs no roundup: two steps.
+    let (steps, shape) = plan(100, &[rc(100, 8192)], CAP).unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(
+        shape,
+        ArgShape::Split {
+            head: 100,
+            pages: 8192,
+            tail: 0
+        }
+    );
+}
+
+#[test]
+fn a_stream_where_a_split_does_not_apply() {
+    let stream = |inline, chunks: &[ReadChunkRef], cap| {
+        plan(inline, chunks, cap).map(|(steps, shape)| match shape {
+            ArgShape::Stream { len } => (steps, len),
+            other => panic!("{other:?} is not a stream"),
+        })
+    };
+    // The same Call in a buffer too small for the item's own pages but not
+    // for the stream: the payload at its XDR offset.
+    let (steps, total) = stream(112, &[rc(100, 4099)], 8192).unwrap();
     assert_eq!(
         steps,
         vec![
@@ -67,6 +151,37 @@ fn nfs_write_payload_in_the_middle() {
         ]
     );
     assert_eq!(total, 4212);
+    // An item before an RPC Call's fixed words could end.
+    let early = SPLIT_MIN_HEAD - 4;
+    assert_eq!(
+        stream(early + 8, &[rc(early, 64)], CAP).unwrap().1,
+        early + 72
+    );
+    assert!(plan(SPLIT_MIN_HEAD, &[rc(SPLIT_MIN_HEAD, 64)], CAP)
+        .is_ok_and(|(_, s)| matches!(s, ArgShape::Split { .. })));
+    // A Position that is not XDR-aligned (the tail would not be).
+    assert_eq!(
+        stream(SPLIT_MIN_HEAD + 10, &[rc(SPLIT_MIN_HEAD + 2, 64)], CAP)
+            .unwrap()
+            .1,
+        SPLIT_MIN_HEAD + 10 + 64
+    );
+    // A Call the caller does not let be split.
+    let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
+    assert_eq!(
+        call_layout(112, &[rc(100, 4099)], CAP, None, &mut out).map(|l| l.shape),
+        Ok(ArgShape::Stream { len: 4212 })
+    );
+    // An inline part longer than a page.
+    assert_eq!(
+        stream(PAGE + 4, &[rc(100, 64)], CAP).unwrap().1,
+        PAGE + 4 + 64
+    );
+    // Two data items.
+    assert_eq!(
+        stream(200, &[rc(100, 64), rc(200, 64)], CAP).unwrap().1,
+        328
+    );
 }
 
 #[test]
@@ -147,7 +262,7 @@ fn errors() {
     assert_eq!(layout(0, &[rc(0, CAP + 1)]), Err(LayoutError::TooLarge));
     let mut one = [Place::Zero { dst: 0, len: 0 }; 1];
     assert_eq!(
-        call_layout(16, &[rc(8, 5)], CAP, &mut one),
+        call_layout(16, &[rc(8, 5)], CAP, Some(PAGE), &mut one),
         Err(LayoutError::TooManySteps)
     );
 }
@@ -257,8 +372,10 @@ proptest! {
                 inline.extend_from_slice(&data);
             }
         }
+        // Small pages, so that both shapes come up.
+        let page = 64u32;
         let mut out = [Place::Zero { dst: 0, len: 0 }; 32];
-        let res = call_layout(inline.len() as u32, &chunks, CAP, &mut out);
+        let res = call_layout(inline.len() as u32, &chunks, CAP, Some(page), &mut out);
         if chunks.first().map(|c| c.position) == Some(0) && (chunks.len() > 1 || !inline.is_empty()) {
             // A leading data item makes this a NOMSG-style Call.
             if chunks.len() > 1 {
@@ -270,14 +387,22 @@ proptest! {
             prop_assert!(res.is_err());
             return Ok(());
         }
-        let (n, total) = res.unwrap();
-        let mut got = vec![0xeeu8; total as usize];
+        let CallLayout { steps: n, shape } = res.unwrap();
+        // The split shape exactly where its rule says.
+        let split = matches!(chunks.as_slice(),
+            [c] if c.position >= SPLIT_MIN_HEAD && c.position.is_multiple_of(4) && c.length > 0)
+            && inline.len() as u32 <= page;
+        prop_assert_eq!(matches!(shape, ArgShape::Split { .. }), split);
+        let mut got = vec![0xeeu8; shape.extent(page) as usize];
         for p in &out[..n] {
             match *p {
                 Place::Inline { src, dst, len } => got[dst as usize..(dst + len) as usize]
                     .copy_from_slice(&inline[src as usize..(src + len) as usize]),
                 Place::Chunk { chunk, dst, len } => {
                     prop_assert_eq!(len as usize, chunk_data[chunk].len());
+                    if split {
+                        prop_assert_eq!(dst % page, 0);
+                    }
                     got[dst as usize..(dst + len) as usize].copy_from_slice(&chunk_data[chunk]);
                 }
                 Place::Zero { dst, len } => {
@@ -286,6 +411,7 @@ proptest! {
                 }
             }
         }
+        let got = read_out(&got, shape, page);
         if chunks.first().map(|c| c.position) == Some(0) {
             prop_assert_eq!(&got[..], &chunk_data[0][..]);
         } else {

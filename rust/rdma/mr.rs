@@ -264,12 +264,10 @@ impl MrTable {
     /// Mutant eager_mr_pool: allocates every entry's MR and scatterlist
     /// at once, as a first use would.
     #[cfg(svcrdma_mutant = "eager_mr_pool")]
-    pub(crate) fn allocate_all(&self, pd: &Pd) -> Result {
+    pub(crate) fn allocate_all(&mut self, pd: &Pd) -> Result {
         let n = self.pages_per_mr as usize;
-        for e in self.entries.iter() {
-            // SAFETY: called at accept, before any lease is issued
-            // (`issue`): nobody else touches the entries.
-            let (sgl, slot) = unsafe { (&mut *e.sgl.get(), &mut *e.mr.get()) };
+        for e in self.entries.iter_mut() {
+            let (sgl, slot) = (e.sgl.get_mut(), e.mr.get_mut());
             if sgl.len() < n {
                 sgl.resize(n, Default::default(), GFP_KERNEL)?;
             }

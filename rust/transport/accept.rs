@@ -440,12 +440,6 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         )?),
         _ => None,
     };
-    // Mutant eager_mr_pool (issue 22 item 2 undone): every MR of the pool
-    // allocated at accept, before any RPC.
-    #[cfg(svcrdma_mutant = "eager_mr_pool")]
-    if let Some(f) = frmrs.as_ref() {
-        f.table.allocate_all(&pd)?;
-    }
 
     let registry = listener.registry.clone();
     // What the data path uses (credits granted in every reply) and what
@@ -570,6 +564,9 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
             e.to_errno()
         );
     }
+    // Mutant eager_mr_pool: sysfs shows the MRs allocated at accept.
+    #[cfg(svcrdma_mutant = "eager_mr_pool")]
+    conn.frmr_changed();
     pr_info_ratelimited!(
         "connection {} from {} on {} ({}): {}\n",
         conn.id,

@@ -306,7 +306,21 @@ impl Connection {
     /// cannot fail, room was made by `init_pools`; if it did, the
     /// connection would close.)
     pub(crate) fn set_res(&self, res: Resources) -> bool {
+        // Mutant eager_mr_pool (issue 22 item 2 undone): every MR of the
+        // pool allocated at accept, before any RPC (here, where the MRs
+        // belong to the resources, which drop them before the PD).
+        #[cfg(svcrdma_mutant = "eager_mr_pool")]
+        let (res, eager) = {
+            let mut res = res;
+            let r = match res.frmrs.as_mut() {
+                Some(f) => f.table.allocate_all(res.ep.pd()),
+                None => Ok(()),
+            };
+            (res, r)
+        };
         let filled = res.frmrs.as_ref().map_or(Ok(()), |p| self.mr_free.fill(p));
+        #[cfg(svcrdma_mutant = "eager_mr_pool")]
+        let filled = filled.and(eager);
         let set = self.res.populate(res);
         if filled.is_err() {
             self.close();
@@ -426,10 +440,6 @@ impl Connection {
         if !self.dying.load(Relaxed) {
             self.xprt.deferred_close();
         }
-        // Mutant park_threads (issue 22 item 1 undone, see `has_wspace`).
-        if cfg!(svcrdma_mutant = "park_threads") {
-            return;
-        }
         self.close_pools();
     }
 
@@ -463,7 +473,7 @@ impl Connection {
     /// are already receiving on it.
     pub(crate) fn has_wspace(&self) -> bool {
         // Mutant park_threads (issue 22 item 1 undone): always room, no
-        // bound on receiving threads, and `fatal` wakes no waiter.
+        // bound on receiving threads, whoever waits for slots or MRs.
         if cfg!(svcrdma_mutant = "park_threads") {
             return true;
         }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The fault suite (runs inside the VM): svcrdma_rs under connection storms,
 # a client that vanishes mid-transfer, every nfsd thread parked on a peer
-# that stopped answering, its RDMA device deleted under load, nfsd stopped
+# that stopped answering (its Reads in flight; its MRs held), its RDMA
+# device deleted under load, nfsd stopped
 # under load, rmmod under load, allocation failures at accept, and nfsd
 # threads waiting in line for a connection's MRs. After each scenario no
 # connection is left in sysfs and the kernel logged no report; a mount then
@@ -206,26 +207,36 @@ peer_revive() {
 # 3 s under TCG on a busy host (CI once saw 3.3 s against a fixed 2 s). Then the peer disconnects: the connection goes within 5 s, the
 # Reads' contexts, MRs and pages with it (kmemleak, the pool counters), and
 # a new stat is served (5 s, a process start included).
-t_dead_peer_parks_no_thread() {
+# dead_peer THREADS [POOL_MRS]: with THREADS nfsd threads, a dead peer's
+# calls (park.py) must not keep a TCP client from being served. With
+# POOL_MRS, the peer's connection is accepted under memreg=frmr with that
+# many MRs (debug_frmr_pool): its first calls' Reads hold them all, and the
+# threads that take its other calls wait for MRs.
+dead_peer() {
+	local threads=$1 pool=${2:-}
 	dmesg_mark
 	local ip tm=/mnt/faults-tcp l t0 dt pin pout
 	ip=$(guest_ip)
 	nfs_mount "vers=3,proto=tcp,port=2049,noac,nolock" $tm || fail "mount over TCP failed"
 	echo probe >$tm/probe
-	echo 1 >/proc/fs/nfsd/threads
+	echo $threads >/proc/fs/nfsd/threads
 	# The same stat with nothing in flight, twice (the slower counts).
 	local base=0 bound i
 	for i in 1 2; do
 		t0=${EPOCHREALTIME/./}
-		timeout 60 stat -c %s $tm/probe >/dev/null || fail "stat over TCP with one nfsd thread failed"
+		timeout 60 stat -c %s $tm/probe >/dev/null || fail "stat over TCP with $threads nfsd thread(s) failed"
 		dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
 		((dt > base)) && base=$dt
 	done
 	bound=$((base + 3000))
 	((bound > 8000)) && bound=8000
-	echo "stat over TCP with one nfsd thread, nothing in flight: ${base} ms (bound below: ${bound} ms)"
+	echo "stat over TCP with $threads nfsd thread(s), nothing in flight: ${base} ms (bound below: ${bound} ms)"
 	local hold=
 	[ "$DEV" = siw ] && hold=--hold
+	if [ -n "$pool" ]; then
+		param_set memreg frmr
+		param_set debug_frmr_pool "$pool"
+	fi
 	coproc PARK { exec /usr/bin/python3 "$PARK_PY" "$ip" $PORT --calls 16 $hold 2>/tmp/park.err; }
 	# Copies: bash closes the coprocess's own descriptors when it exits.
 	exec {pin}<&"${PARK[0]}" {pout}>&"${PARK[1]}"
@@ -244,6 +255,9 @@ t_dead_peer_parks_no_thread() {
 	read -r -t 120 -u $pin l || true
 	[[ $l == parked* ]] || fail "park.py: '${l:-no answer}': $(tail -n 3 /tmp/park.err)"
 	echo "park.py: $l"
+	# Accepted: later connections get the configuration's own model.
+	param_restore debug_frmr_pool
+	param_restore memreg
 	# The Reads go out once a thread takes the calls: give it the time,
 	# and see that they did (a module that lost the calls would pass the
 	# timing below without having anything in flight).
@@ -255,17 +269,28 @@ t_dead_peer_parks_no_thread() {
 	done
 	echo "RDMA Reads posted to the dead peer: $reads"
 	((reads > 0)) || { echo go >&$pout; fail "no RDMA Read was posted for the dead peer's calls"; }
+	if [ -n "$pool" ]; then
+		rd $dead/frmr_pool
+		[ "$REPLY" = "$pool" ] || { echo go >&$pout; fail "the dead peer's connection has '$REPLY' MRs, want $pool (debug_frmr_pool)"; }
+	fi
 	t0=${EPOCHREALTIME/./}
-	timeout 60 stat -c %s $tm/probe >/dev/null || { echo go >&$pout; fail "the TCP client was not served within 60 s while a dead peer's Reads were in flight: they held the only nfsd thread"; }
+	timeout 60 stat -c %s $tm/probe >/dev/null || { echo go >&$pout; fail "the TCP client was not served within 60 s while a dead peer's Reads were in flight: its calls held all $threads nfsd thread(s)"; }
 	dt=$(((${EPOCHREALTIME/./} - t0) / 1000))
-	echo "stat over TCP with one nfsd thread, a dead peer's Reads in flight: ${dt} ms"
+	echo "stat over TCP with $threads nfsd thread(s), a dead peer's Reads in flight: ${dt} ms"
+	if [ -n "$pool" ]; then
+		# Else no thread waited for the MRs the dead peer holds, and
+		# nothing was tested.
+		rd $dead/stats/mr_waits
+		echo "threads waited for the dead peer's MRs ${REPLY} times"
+		[[ $REPLY =~ ^[1-9][0-9]*$ ]] || { echo go >&$pout; fail "mr_waits is '$REPLY': no thread waited for the dead peer's MRs, so nothing was tested"; }
+	fi
 	# The peer was dead all along: no Read was answered, so nfsd got only
 	# its first call (a Call goes to nfsd once its Reads completed).
 	rd $dead/stats/calls
 	[ "${REPLY:-1}" = 1 ] || { echo go >&$pout; fail "nfsd got ${REPLY} calls of the dead peer: its Reads were answered"; }
 	if ((dt > bound)); then
 		echo go >&$pout
-		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound ${bound} ms, ${base} ms with nothing in flight): they held the only nfsd thread"
+		fail "the TCP client waited ${dt} ms while a dead peer's Reads were in flight (bound ${bound} ms, ${base} ms with nothing in flight): its calls held all $threads nfsd thread(s)"
 	fi
 	# The peer's disconnect must reach the server (iWARP: its TCP FIN).
 	[ -z "$hold" ] || peer_revive
@@ -286,6 +311,16 @@ t_dead_peer_parks_no_thread() {
 	timeout 60 umount $tm || fail "umount of the TCP mount failed"
 	after
 }
+
+t_dead_peer_parks_no_thread() { dead_peer 1; }
+
+# Issue 22 item 1: threads that wait for a connection's MRs (or send-queue
+# slots) make xpo_has_wspace say no, so sunrpc sends that connection no
+# more threads. Here the dead peer's first calls hold its 2 MRs, and its
+# other calls wait: without the bound every one of the 4 threads ends up
+# waiting there (until the peer's Reads time out, ~17 s on RoCE) and the
+# TCP client is not served (the park_threads mutant).
+t_dead_peer_holds_mrs() { dead_peer 4 2; }
 
 # The device deleted under load: every connection on it closes, the
 # deletion completes (nothing holds the device), and once the link is back
@@ -527,8 +562,9 @@ scenario() {
 # under memreg=frmr themselves), named DEV_MEMREG_<scenario>.
 FAULTS_CONFIGS=${FAULTS_CONFIGS:-rxe:auto}
 FAULTS_OTHER=${FAULTS_OTHER:-client_killed_mid_transfer dead_peer_parks_no_thread link_delete_under_load nfsd_stop_under_load}
-SCENARIOS=(connect_storm client_killed_mid_transfer dead_peer_parks_no_thread link_delete_under_load
-	nfsd_stop_under_load rmmod_under_load accept_alloc_failure lazy_mr_pool pool_waiters_woken)
+SCENARIOS=(connect_storm client_killed_mid_transfer dead_peer_parks_no_thread dead_peer_holds_mrs
+	link_delete_under_load nfsd_stop_under_load rmmod_under_load accept_alloc_failure lazy_mr_pool
+	pool_waiters_woken)
 plan=0 first=1
 for cfg in $FAULTS_CONFIGS; do
 	plan=$((plan + 2))

@@ -437,7 +437,7 @@ t_accept_alloc_failure() {
 	after
 }
 
-# Issue 22 item 2 (added untested, not yet run): the FRMR pool is
+# Issue 22 item 2 (the eager_mr_pool mutant fails it): the FRMR pool is
 # allocated on use. Right after a mount, before any Read chunk, the
 # connection has no MR (before the change: frmr_allocated did not exist,
 # and all frmr_pool MRs were allocated at accept); after LOAD_MB MiB of

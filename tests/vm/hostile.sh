@@ -173,7 +173,7 @@ hostile_test() {
 	timeout 60 rm -f $HOSTILE_MNT/well-behaved.bin $HOSTILE_MNT/hostile.dat ||
 		fail "removing the test's files through the mount took over 60 s"
 	timeout 120 umount $HOSTILE_MNT || fail "umount failed"
-	# Issue 22 item 4 (added untested, not yet run): the Reads hostile.py
+	# Issue 22 item 4 (the keep_failed_mrs mutant fails it): the Reads hostile.py
 	# makes fail after their MRs were registered (unknown rkeys, reads past
 	# the client's MR) have those MRs deregistered at once, not left
 	# registered while their pages go back to nfsd.
@@ -212,7 +212,7 @@ t_setup() {
 # (default HOSTILE_RANDOM, HOSTILE_VOLUME).
 t_hostile() { hostile_test "${1:-${HOSTILE_RANDOM:-1000}}" "${HOSTILE_WAIT:-20}" "${2:-${HOSTILE_VOLUME:-1000000}}"; }
 
-# Issue 22 item 5 (added untested, not yet run): with MRs of one page
+# Issue 22 item 5 (the limit_closes mutant fails it): with MRs of one page
 # (debug_caps=short_page_list), a Call whose Read chunk needs more MRs than
 # the connection has gets ERR_CHUNK and the connection stays; before, the
 # connection closed and the client would resend the Call after

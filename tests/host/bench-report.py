@@ -77,11 +77,13 @@ def synth(path, speed, aa_c=1.0, servers=("c", "c_aa", "rs_auto", "rs_aa"), seed
 
 
 def run(logs, host=None):
+    """host: one value for ten samples, or a list, one sample each."""
     d = tempfile.mkdtemp()
     args = [sys.executable, script, "--md", f"{d}/r.md", "--json", f"{d}/r.json"]
     if host is not None:
+        samples = host if isinstance(host, list) else [host] * 10
         with open(f"{d}/host.log", "w") as f:
-            f.write("".join(f"00:00:{i:02d} {host}\n" for i in range(10)))
+            f.write("".join(f"00:00:{i:02d} {v}\n" for i, v in enumerate(samples)))
         args += ["--host", f"{d}/host.log"]
     out = subprocess.run(args + logs, capture_output=True, text=True)
     if out.returncode != 0:
@@ -119,6 +121,15 @@ with tempfile.TemporaryDirectory() as d:
     r = run([f"{d}/good.log"], host=40)
     check(any("busy" in v for v in r["verdicts"]), "a busy host: too noisy")
     check(all(x["met"] is not True for x in r["goals"]), "busy host: no goal judged met")
+
+    # A sample below zero (the tick-sampled total under the qemu share) is
+    # no load, and must not hide another sample's load: 40% in half the
+    # samples is 20% on average, busy, whatever the other half says.
+    r = run([f"{d}/good.log"], host=["40 40", "0 -40"] * 5)
+    check(r is not None and any("busy" in v for v in r["verdicts"]),
+          f"40% in half the samples, the rest below 0: too noisy ({r and r['verdicts']})")
+    r = run([f"{d}/good.log"], host=["0 -3"] * 10)
+    check(r is not None and not r["verdicts"], f"an idle host's -3% raw samples: no verdict ({r and r['verdicts']})")
 
     # Twenty clean runs: the family-wise A/A check calls none noisy.
     calls = 0

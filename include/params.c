@@ -76,7 +76,7 @@ MODULE_PARM_DESC(debug_frmr_pool,
 SVCRDMA_RS_PARAM_OPS(debug_sq_slots, SVCRDMA_RS_PARAM_DEBUG_SQ_SLOTS);
 module_param_cb(debug_sq_slots, &debug_sq_slots_ops, NULL, 0644);
 MODULE_PARM_DESC(debug_sq_slots,
-		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): at most this many send-queue slots for a new connection, so that nfsd threads wait in line for them (0, the default: no cap; a chain larger than the cap fails and closes its connection).");
+		 "Testing only (CONFIG_SVCRDMA_RS_DEBUG): at most this many send-queue slots for a new connection, so that nfsd threads wait in line for them (0, the default: no cap; a Call whose RDMA Reads need more is answered with ERR_CHUNK, a Reply that needs more fails and closes its connection).");
 
 SVCRDMA_RS_PARAM_OPS(debug_fail_post, SVCRDMA_RS_PARAM_DEBUG_FAIL_POST);
 module_param_cb(debug_fail_post, &debug_fail_post_ops, NULL, 0644);

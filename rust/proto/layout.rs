@@ -152,21 +152,66 @@ pub struct CallLayout {
 
 /// The fewest inline bytes before a data item for [`ArgShape::Split`]: an
 /// RPC Call's fixed words (XID to procedure, and the credential's and
-/// verifier's flavor and length). A Call whose item comes earlier is not
-/// one nfsd would take a payload from; it is assembled as a stream and
-/// judged by sunrpc.
+/// verifier's flavor and length), the shortest header [`split_floor`] can
+/// find. A Call whose item comes earlier is not one nfsd would take a
+/// payload from; it is assembled as a stream and judged by sunrpc.
 pub const SPLIT_MIN_HEAD: u32 = 40;
+
+/// What [`call_layout`] needs to give a Call's data item pages of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The argument buffer's page size.
+    pub page_size: u32,
+    /// The first Position the item may have ([`split_floor`]).
+    pub min_position: u32,
+}
+
+/// The big-endian XDR word at byte `off` of `b`, if `b` holds it.
+fn word(b: &[u8], off: u32) -> Option<u32> {
+    let off = usize::try_from(off).ok()?;
+    let w = b.get(off..off.checked_add(4)?)?;
+    Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// The first Position at which the data item of the Call whose inline part
+/// is `call` may go on pages of its own: the end of its RPC header (XID to
+/// the verifier's body). sunrpc authenticates the header in the first page
+/// (RPCSEC_GSS integrity checksums it there as one span, from the XID to
+/// the credential's end), so no Read chunk may move any of it elsewhere:
+/// a chunk whose Position falls inside the credential or the verifier is
+/// assembled as a stream, like any stream transport's record.
+///
+/// `None`, and no split at all, for a NULL Call (procedure 0: nothing for
+/// nfsd to write, and RPCSEC_GSS context creation reads its token from the
+/// argument pages past the page list) and for a header that does not lie
+/// whole within `call` (sunrpc judges it).
+pub fn split_floor(call: &[u8]) -> Option<u32> {
+    // XID, message type, RPC version, program, version, procedure.
+    if word(call, 20)? == 0 {
+        return None;
+    }
+    // The credential's flavor and length at 24 and 28, its body from 32.
+    let cred = word(call, 28)?;
+    let verf_at = 32u32.checked_add(cred)?.checked_add(xdr_pad(cred))?;
+    let verf = word(call, verf_at.checked_add(4)?)?;
+    let end = verf_at
+        .checked_add(8)?
+        .checked_add(verf)?
+        .checked_add(xdr_pad(verf))?;
+    (usize::try_from(end).ok()? <= call.len()).then_some(end)
+}
 
 /// Plans the assembly of a Call whose inline part is `inline_len` bytes and
 /// whose Read chunks are `chunks` (positions non-decreasing, as the header
 /// decoder guarantees) into an argument buffer of `capacity` bytes. Writes
 /// the steps to `out`.
 ///
-/// With `split` (the buffer's page size), a Call with exactly one data item
-/// (a chunk at an XDR-aligned Position of at least [`SPLIT_MIN_HEAD`])
-/// whose inline part fits one page is planned as an [`ArgShape::Split`], if
-/// that fits the buffer: the item lands page-aligned. Every other Call, and
-/// every Call without `split`, is one stream.
+/// With `split`, a Call with exactly one data item (a chunk at an
+/// XDR-aligned Position of at least `split.min_position` and
+/// [`SPLIT_MIN_HEAD`]) whose inline part fits one page is planned as an
+/// [`ArgShape::Split`], if that fits the buffer: the item lands
+/// page-aligned. Every other Call, and every Call without `split`, is one
+/// stream.
 ///
 /// With a position-zero chunk (RDMA_NOMSG), the chunk is the whole message:
 /// no other chunk may accompany it and the inline part is ignored.
@@ -174,11 +219,11 @@ pub fn call_layout(
     inline_len: u32,
     chunks: &[ReadChunkRef],
     capacity: u32,
-    split: Option<u32>,
+    split: Option<Split>,
     out: &mut [Place],
 ) -> Result<CallLayout, LayoutError> {
-    if let ([c], Some(page_size)) = (chunks, split) {
-        if let Some(l) = split_layout(inline_len, *c, capacity, page_size, out)? {
+    if let ([c], Some(split)) = (chunks, split) {
+        if let Some(l) = split_layout(inline_len, *c, capacity, split, out)? {
             return Ok(l);
         }
     }
@@ -195,10 +240,13 @@ fn split_layout(
     inline_len: u32,
     c: ReadChunkRef,
     capacity: u32,
-    page_size: u32,
+    Split {
+        page_size,
+        min_position,
+    }: Split,
     out: &mut [Place],
 ) -> Result<Option<CallLayout>, LayoutError> {
-    if c.position < SPLIT_MIN_HEAD
+    if c.position < SPLIT_MIN_HEAD.max(min_position)
         || !c.position.is_multiple_of(4)
         || c.position > inline_len
         || c.length == 0

@@ -720,10 +720,12 @@ impl CmHandler for Connection {
             | CmEventKind::Unreachable
             | CmEventKind::Rejected
             | CmEventKind::AddrChange) => {
-                // A peer's disconnect is the ordinary end, and a device's
-                // removal is logged once, by its listener; any other event
-                // ends the connection for a reason an admin should see.
-                if !matches!(kind, CmEventKind::Disconnected | CmEventKind::DeviceRemoval) {
+                // A peer's disconnect is the ordinary end; any other event
+                // ends the connection for a reason an admin should see. A
+                // device's removal too: nfsd's wildcard listener is not told
+                // of it (the RDMA core keeps the event from it), so its
+                // connections' lines are the only record.
+                if kind != CmEventKind::Disconnected {
                     pr_warn_ratelimited!(
                         "connection {}: CM event {} (status {}), closing\n",
                         self.id,

@@ -27,7 +27,7 @@ use crate::{
     log::pr_warn_ratelimited,
     proto::{
         budget::{answer_when_busy, Cost},
-        layout::{call_layout, ArgShape, Place, ReadChunkRef},
+        layout::{call_layout, split_floor, ArgShape, Place, ReadChunkRef, Split},
         rpcrdma::{
             chunk::ReadList,
             header::{decode, ChunkError, DecodeError, Proc},
@@ -302,16 +302,17 @@ fn receive(
     }
     let mut steps = [Place::Zero { dst: 0, len: 0 }; 3 * MAX_READ_CHUNKS + 1];
     let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    // A data item gets pages of its own, except in a NULL Call (RPC word
-    // 5, the procedure, is 0): it has no payload for nfsd to write, and
-    // RPCSEC_GSS context creation (a NULL Call) reads its token from the
-    // argument pages past the page list rather than from the tail.
-    let split = body.get(20..24).is_some_and(|p| p != [0u8; 4]);
+    // A data item gets pages of its own, past the RPC header, except in a
+    // NULL Call (`split_floor`).
+    let split = split_floor(body).map(|min_position| Split {
+        page_size: PAGE_SIZE as u32,
+        min_position,
+    });
     let (nsteps, shape) = match call_layout(
         u32::try_from(body.len()).unwrap_or(u32::MAX),
         &chunks[..nchunks],
         capacity,
-        split.then_some(PAGE_SIZE as u32),
+        split,
         &mut steps,
     ) {
         Ok(l) => (l.steps, l.shape),

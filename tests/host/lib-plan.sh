@@ -96,7 +96,7 @@ oe() {
 	bash -c '. "$1"; export T_PARAMS=$TMPDIR/params2; mkdir -p "$T_PARAMS"; log=$TMPDIR/oe.log
 		echo auto >"$T_PARAMS/memreg"; rm -f "$log"
 		c() { on_exit "echo one >>$log"; param_set memreg frmr
-			on_exit "false; echo two-\$(cat $T_PARAMS/memreg) >>$log"; on_exit "echo three >>$log"
+			on_exit "echo two-\$(cat $T_PARAMS/memreg) >>$log; false"; on_exit "echo three >>$log"
 			fail "on purpose"; }
 		t_run cleanup c | grep -q "^FAIL cleanup" || exit 1
 		[ "$(tr "\n" " " <"$log")" = "three two-auto one " ] || exit 2' _ "$lib"

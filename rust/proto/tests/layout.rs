@@ -5,11 +5,19 @@
 use proptest::prelude::*;
 use svcrdma_proto::layout::{
     call_layout, reply_inline_len, reply_regions, xdr_pad, ArgShape, CallLayout, LayoutError,
-    Payload, Place, ReadChunkRef, SPLIT_MIN_HEAD,
+    split_floor, Payload, Place, ReadChunkRef, Split, SPLIT_MIN_HEAD,
 };
 
 const CAP: u32 = 1 << 20;
 const PAGE: u32 = 4096;
+
+/// Splitting allowed from the shortest RPC header on, with pages of `page`.
+fn sp(page: u32) -> Option<Split> {
+    Some(Split {
+        page_size: page,
+        min_position: SPLIT_MIN_HEAD,
+    })
+}
 
 fn plan(
     inline: u32,
@@ -17,7 +25,7 @@ fn plan(
     cap: u32,
 ) -> Result<(Vec<Place>, ArgShape), LayoutError> {
     let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
-    let CallLayout { steps, shape } = call_layout(inline, chunks, cap, Some(PAGE), &mut out)?;
+    let CallLayout { steps, shape } = call_layout(inline, chunks, cap, sp(PAGE), &mut out)?;
     Ok((out[..steps].to_vec(), shape))
 }
 
@@ -262,7 +270,7 @@ fn errors() {
     assert_eq!(layout(0, &[rc(0, CAP + 1)]), Err(LayoutError::TooLarge));
     let mut one = [Place::Zero { dst: 0, len: 0 }; 1];
     assert_eq!(
-        call_layout(16, &[rc(8, 5)], CAP, Some(PAGE), &mut one),
+        call_layout(16, &[rc(8, 5)], CAP, sp(PAGE), &mut one),
         Err(LayoutError::TooManySteps)
     );
 }
@@ -375,7 +383,7 @@ proptest! {
         // Small pages, so that both shapes come up.
         let page = 64u32;
         let mut out = [Place::Zero { dst: 0, len: 0 }; 32];
-        let res = call_layout(inline.len() as u32, &chunks, CAP, Some(page), &mut out);
+        let res = call_layout(inline.len() as u32, &chunks, CAP, sp(page), &mut out);
         if chunks.first().map(|c| c.position) == Some(0) && (chunks.len() > 1 || !inline.is_empty()) {
             // A leading data item makes this a NOMSG-style Call.
             if chunks.len() > 1 {
@@ -445,4 +453,71 @@ proptest! {
         let inline: u32 = regions.iter().map(|(s, e)| e - s).sum();
         prop_assert_eq!(reply_inline_len(len, &payloads), Ok(inline));
     }
+}
+
+/// An RPC Call header: XID 7, CALL, RPC 2, NFS 3, `proc`, a credential of
+/// `cred` body bytes and a verifier of `verf`, each padded; then `rest`.
+fn rpc_call(proc_: u32, cred: u32, verf: u32, rest: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    for w in [7u32, 0, 2, 100003, 3, proc_, 1, cred] {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    v.extend(std::iter::repeat_n(0xaa, (cred + xdr_pad(cred)) as usize));
+    v.extend_from_slice(&6u32.to_be_bytes());
+    v.extend_from_slice(&verf.to_be_bytes());
+    v.extend(std::iter::repeat_n(0xbb, (verf + xdr_pad(verf) + rest) as usize));
+    v
+}
+
+#[test]
+fn split_floor_is_the_end_of_the_verifier() {
+    // AUTH_NONE-sized: the fixed words only.
+    assert_eq!(split_floor(&rpc_call(7, 0, 0, 0)), Some(SPLIT_MIN_HEAD));
+    // An AUTH_SYS-sized credential, an RPCSEC_GSS-sized verifier, padded.
+    assert_eq!(split_floor(&rpc_call(7, 85, 37, 12)), Some(40 + 88 + 40));
+    // A NULL Call is never split.
+    assert_eq!(split_floor(&rpc_call(0, 85, 37, 12)), None);
+    // A header that runs past the inline part (the verifier's body, its
+    // length word, the credential's body, the procedure).
+    let whole = rpc_call(7, 85, 37, 0);
+    for cut in [whole.len() - 1, 40 + 88 + 3, 40 + 88 - 1, 40, 23, 0] {
+        assert_eq!(split_floor(&whole[..cut]), None, "cut at {cut}");
+    }
+    assert_eq!(split_floor(&whole), Some(whole.len() as u32));
+    // Lengths that would wrap the arithmetic.
+    let mut huge_cred = rpc_call(7, 0, 0, 64);
+    huge_cred[28..32].copy_from_slice(&0xffff_fffdu32.to_be_bytes());
+    assert_eq!(split_floor(&huge_cred), None);
+    let mut huge_verf = rpc_call(7, 4, 0, 64);
+    huge_verf[40..44].copy_from_slice(&0xffff_fffeu32.to_be_bytes());
+    assert_eq!(split_floor(&huge_verf), None);
+}
+
+#[test]
+fn a_data_item_inside_the_rpc_header_is_not_split() {
+    // An RPCSEC_GSS-style Call (credential 100 bytes, verifier 36) whose
+    // one Read chunk claims Position 40, inside the credential: sunrpc
+    // authenticates the header in the first page, so the item must not
+    // take any of it elsewhere.
+    let call = rpc_call(7, 100, 36, 24);
+    let floor = split_floor(&call);
+    assert_eq!(floor, Some(40 + 100 + 36));
+    let split = floor.map(|min_position| Split {
+        page_size: PAGE,
+        min_position,
+    });
+    let mut out = [Place::Zero { dst: 0, len: 0 }; 16];
+    let inline = call.len() as u32;
+    for position in [40, 44, 100, 40 + 100 + 36 - 4] {
+        assert_eq!(
+            call_layout(inline, &[rc(position, 8192)], CAP, split, &mut out).map(|l| l.shape),
+            Ok(ArgShape::Stream { len: inline + 8192 }),
+            "Position {position}"
+        );
+    }
+    // At the header's end the item is split off.
+    assert!(matches!(
+        call_layout(inline, &[rc(40 + 100 + 36, 8192)], CAP, split, &mut out).map(|l| l.shape),
+        Ok(ArgShape::Split { head: 176, pages: 8192, .. })
+    ));
 }

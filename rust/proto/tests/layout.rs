@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use svcrdma_proto::layout::{
-    call_layout, reply_inline_len, reply_regions, xdr_pad, ArgShape, CallLayout, LayoutError,
-    split_floor, Payload, Place, ReadChunkRef, Split, SPLIT_MIN_HEAD,
+    call_layout, reply_inline_len, reply_regions, split_floor, xdr_pad, ArgShape, CallLayout,
+    LayoutError, Payload, Place, ReadChunkRef, Split, SPLIT_MIN_HEAD,
 };
 
 const CAP: u32 = 1 << 20;
@@ -465,7 +465,10 @@ fn rpc_call(proc_: u32, cred: u32, verf: u32, rest: u32) -> Vec<u8> {
     v.extend(std::iter::repeat_n(0xaa, (cred + xdr_pad(cred)) as usize));
     v.extend_from_slice(&6u32.to_be_bytes());
     v.extend_from_slice(&verf.to_be_bytes());
-    v.extend(std::iter::repeat_n(0xbb, (verf + xdr_pad(verf) + rest) as usize));
+    v.extend(std::iter::repeat_n(
+        0xbb,
+        (verf + xdr_pad(verf) + rest) as usize,
+    ));
     v
 }
 
@@ -518,6 +521,10 @@ fn a_data_item_inside_the_rpc_header_is_not_split() {
     // At the header's end the item is split off.
     assert!(matches!(
         call_layout(inline, &[rc(40 + 100 + 36, 8192)], CAP, split, &mut out).map(|l| l.shape),
-        Ok(ArgShape::Split { head: 176, pages: 8192, .. })
+        Ok(ArgShape::Split {
+            head: 176,
+            pages: 8192,
+            ..
+        })
     ));
 }

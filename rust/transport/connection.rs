@@ -720,12 +720,13 @@ impl CmHandler for Connection {
             | CmEventKind::Unreachable
             | CmEventKind::Rejected
             | CmEventKind::AddrChange) => {
-                // A peer's disconnect is the ordinary end; any other event
-                // ends the connection for a reason an admin should see. A
-                // device's removal too: nfsd's wildcard listener is not told
-                // of it (the RDMA core keeps the event from it), so its
-                // connections' lines are the only record.
-                if kind != CmEventKind::Disconnected {
+                // A peer's disconnect is the ordinary end, and so is a
+                // device's removal here: a listener bound to the device logs
+                // it once (nfsd's usual wildcard listener is not told, and
+                // the connections on the device mostly see their clients'
+                // disconnects first). Any other event ends the connection
+                // for a reason an admin should see.
+                if !matches!(kind, CmEventKind::Disconnected | CmEventKind::DeviceRemoval) {
                     pr_warn_ratelimited!(
                         "connection {}: CM event {} (status {}), closing\n",
                         self.id,

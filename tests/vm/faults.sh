@@ -322,8 +322,7 @@ t_dead_peer_parks_no_thread() { dead_peer 1; }
 # TCP client is not served (the park_threads mutant).
 t_dead_peer_holds_mrs() { dead_peer 4 2; }
 
-# The device deleted under load: every connection on it closes, saying
-# why (nfsd's wildcard listener is not told, so nothing else would), the
+# The device deleted under load: every connection on it closes, the
 # deletion completes (nothing holds the device), and once the link is back
 # the client reconnects and its write completes correctly.
 t_link_delete_under_load() {
@@ -332,8 +331,6 @@ t_link_delete_under_load() {
 	load_start link.bin
 	timeout 120 rdma link delete "${DEV}0" || fail "rdma link delete did not complete within 120 s"
 	no_conns 60
-	dmesg_since_mark | grep "svcrdma_rs: connection [0-9]*: CM event device removal" ||
-		fail "no connection logged its device's removal"
 	rdma_add "$DEV" "${DEV}0"
 	load_check
 	umnt

@@ -168,6 +168,17 @@ impl<H: EndpointOwner> Endpoint<H> {
         Ok(unsafe { KBox::from_raw(o.ptr.as_ptr()) })
     }
 
+    /// Whether the QP is destroyed ([`Qp::is_destroyed`]).
+    pub(super) fn is_destroyed(&self) -> bool {
+        self.qp.is_destroyed()
+    }
+
+    /// The address of the owner's anchor, which the CQs carry as their
+    /// context (to tell this endpoint's completions apart).
+    pub(super) fn anchor_addr(&self) -> usize {
+        self.qp.handler().as_ptr() as usize
+    }
+
     /// Starts a post on the QP ([`Qp::posting`]); `None` once the QP is
     /// being destroyed.
     pub(super) fn posting(&self) -> Option<EndpointPosting<'_, H>> {

@@ -87,6 +87,26 @@ impl MappedPages {
         rq.take_arg_pages(n, &mut self.pages)
     }
 
+    /// Allocates `n` pages for a Call's argument buffer
+    /// ([`HeldPages::alloc`]); the value must hold none.
+    pub(crate) fn alloc_args(&mut self, n: usize, flags: kernel::alloc::Flags) -> Result {
+        self.pages.alloc(n, flags)
+    }
+
+    /// Copies `src` into the held pages (as one buffer) at `offset`; fails
+    /// while anything maps the pages (the device may be using them).
+    pub(crate) fn write_args(&mut self, offset: usize, src: &[u8]) -> Result {
+        self.idle()?;
+        self.pages.write(offset, src)
+    }
+
+    /// Zeroes `len` bytes of the held pages (as one buffer) at `offset`;
+    /// fails while anything maps the pages.
+    pub(crate) fn zero_args(&mut self, offset: usize, len: usize) -> Result {
+        self.idle()?;
+        self.pages.zero(offset, len)
+    }
+
     /// Gives the argument pages back to `rq`, which they were taken from
     /// and which did not use them ([`Rqst::give_back_arg_pages`]); fails if
     /// they are still mapped.

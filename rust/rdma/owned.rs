@@ -17,9 +17,9 @@
 //! alive until it is destroyed, after its last completion): the owner of a
 //! chain needs no reference of its own to it.
 
-use core::{cell::UnsafeCell, marker::PhantomData};
+use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::SpinLock};
 
 use super::{
     endpoint::{Endpoint, EndpointOwner},
@@ -65,9 +65,16 @@ pub(crate) unsafe trait ChainOwner<const ID: u64>: ChainErrors {
 
     /// The chain's last request completed (`status` 0: success), or, for a
     /// post that failed partway, the marker behind it: the device is done
-    /// with everything the chain referred to. `owner` is that of the
+    /// with everything the chain referred to, and with every chain its
+    /// [`SendOrder`] numbered before it (`done`). `owner` is that of the
     /// endpoint the chain was posted on. Runs in the CQ's work item.
-    fn completed(owner: &Self::Owner, this: KBox<Self>, status: u32, vendor_err: u32);
+    fn completed(
+        owner: &Self::Owner,
+        this: KBox<Self>,
+        status: u32,
+        vendor_err: u32,
+        done: Completion,
+    );
 }
 
 /// The [`Cqe`] id of unsignaled requests.
@@ -104,8 +111,9 @@ macro_rules! impl_chain_owner {
                     this: kernel::alloc::KBox<Self>,
                     status: u32,
                     vendor_err: u32,
+                    done: $crate::rdma::owned::Completion,
                 ) {
-                    $f(owner, this, status, vendor_err)
+                    $f(owner, this, status, vendor_err, done)
                 }
             }
         )*
@@ -113,14 +121,20 @@ macro_rules! impl_chain_owner {
 }
 pub(crate) use impl_chain_owner;
 
-/// A completion-queue entry embedded in a [`ChainOwner`].
-#[repr(transparent)]
+/// A completion-queue entry embedded in a [`ChainOwner`], with the number
+/// its [`SendOrder`] gave the chain last posted with it.
+#[repr(C)]
 pub(crate) struct Cqe<T, const ID: u64> {
+    /// First: the completion's `wr_cqe` points here.
     cqe: UnsafeCell<bindings::ib_cqe>,
+    seq: UnsafeCell<u64>,
     _owner: PhantomData<fn(T)>,
 }
 
-// SAFETY: the entry is written once, at creation; the device only reads it.
+// SAFETY: the `ib_cqe` is written once, at creation, and the device only
+// reads it; `seq` is written by the post of the owner's chain, while the
+// owner is the poster's alone, and read by that chain's completion, which
+// the post happens before.
 unsafe impl<T, const ID: u64> Sync for Cqe<T, ID> {}
 // SAFETY: as above.
 unsafe impl<T, const ID: u64> Send for Cqe<T, ID> {}
@@ -134,6 +148,7 @@ impl<T: ChainOwner<ID>, const ID: u64> Cqe<T, ID> {
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(done::<T, ID>),
             }),
+            seq: UnsafeCell::new(0),
             _owner: PhantomData,
         }
     }
@@ -146,6 +161,7 @@ impl<T: ChainErrors> Cqe<T, ERR> {
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(request_failed::<T>),
             }),
+            seq: UnsafeCell::new(0),
             _owner: PhantomData,
         }
     }
@@ -185,12 +201,25 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
     // The request carried the `Cqe<T, ID>` at `T::DONE_OFFSET` of a leaked
     // `KBox<T>` (the trait's and the function's contract); this completion,
     // the chain's only signaled one, takes it back.
+    // SAFETY: a send-queue completion carries its request's `wr_cqe` (the
+    // union's member the poster set).
+    let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
+    // The number the chain's post wrote into the entry (`post_owned`),
+    // before the post, which happens before this completion.
+    // SAFETY: `wr_cqe` points at the `Cqe<T, ID>` (whose first field is the
+    // `ib_cqe`) of a leaked, live `KBox<T>`; nothing writes `seq` now.
+    let seq = unsafe { *(*cqe.cast::<Cqe<T, ID>>()).seq.get() };
     // SAFETY: `wr_cqe` points `T::DONE_OFFSET` into a leaked `KBox<T>`.
-    let owner = unsafe {
-        let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
-        KBox::from_raw(cqe.sub(T::DONE_OFFSET).cast::<T>())
-    };
-    T::completed(ep_owner, owner, wc.status, wc.vendor_err);
+    let owner = unsafe { KBox::from_raw(cqe.cast::<u8>().sub(T::DONE_OFFSET).cast::<T>()) };
+    // SAFETY: as for `endpoint_owner` above.
+    let anchor = unsafe { Cq::context_of(cq) } as usize;
+    T::completed(
+        ep_owner,
+        owner,
+        wc.status,
+        wc.vendor_err,
+        Completion { seq, anchor },
+    );
 }
 
 /// An unsignaled request of a chain completed (failed or flushed).
@@ -240,7 +269,7 @@ pub(crate) enum PostError<T> {
 /// `ptr` is a leaked `KBox<T>`, referred to only by requests posted on the
 /// QP of the endpoint at address `ep`.
 pub(crate) struct Orphan<T> {
-    pub(super) ptr: core::ptr::NonNull<T>,
+    pub(super) ptr: NonNull<T>,
     pub(super) ep: usize,
 }
 
@@ -248,17 +277,30 @@ pub(crate) struct Orphan<T> {
 // may move between threads if `T` may.
 unsafe impl<T: Send> Send for Orphan<T> {}
 
-/// Posts `chain(owner)`, linked to `owner`'s entries, on `ep`'s QP,
-/// handing `owner` to the chain's completion ([`ChainOwner::completed`]).
-/// If the post fails partway, `fence` runs first (it must move the QP to
-/// the error state: the marker must only be flushed), then a signaled
+/// What [`post_owned`] did with a chain it posted whole.
+enum Posted<T> {
+    /// Its signaled last request's completion takes the owner back.
+    Signaled,
+    /// No request of it is signaled: the owner, leaked, waits for a chain
+    /// posted after it to complete ([`SendOrder`]).
+    Unsignaled(NonNull<T>),
+}
+
+/// Posts `chain(owner)`, linked to `owner`'s entries, on `ep`'s QP as the
+/// chain numbered `seq`, handing `owner` to the chain's completion
+/// ([`ChainOwner::completed`]), or, without `signaled`, back to the caller
+/// as a leaked pointer once posted. If the post fails partway (or an
+/// unsignaled chain fails at all), `fence` runs first (it must move the QP
+/// to the error state: the marker must only be flushed), then a signaled
 /// marker follows the posted requests.
-pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
+fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     ep: &Endpoint<T::Owner>,
     owner: KBox<T>,
     chain: impl FnOnce(&mut T) -> &mut Chain,
     fence: impl FnOnce(),
-) -> core::result::Result<(), PostError<T>> {
+    seq: u64,
+    signaled: bool,
+) -> core::result::Result<Posted<T>, PostError<T>> {
     let Some(posting) = ep.posting() else {
         return Err(PostError::Unposted(owner, ENOTCONN));
     };
@@ -272,6 +314,10 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
             base.add(T::ERR_OFFSET).cast::<bindings::ib_cqe>(),
         )
     };
+    // The chain's number, for its completion (or its marker's).
+    // SAFETY: `done_cqe` is the start of the owner's `Cqe<T, ID>` (its
+    // first field); the owner is ours alone until the post.
+    unsafe { *(*done_cqe.cast::<Cqe<T, ID>>()).seq.get() = seq };
     // SAFETY: `raw` is the live, unshared owner (just leaked); the borrow
     // ends before the post.
     let c = chain(unsafe { &mut *raw });
@@ -280,7 +326,7 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         // SAFETY: nothing was posted; `raw` came from `into_raw` above.
         return Err(PostError::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL));
     }
-    let head = c.link(done_cqe, err_cqe);
+    let head = c.link(done_cqe, err_cqe, signaled);
     let requests = c.requests();
     let mut bad: *const bindings::ib_send_wr = core::ptr::null();
     // The chain is linked and its requests' memory belongs to the owner,
@@ -289,13 +335,17 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // SAFETY: the requests' memory outlives the device's use of it.
     let rc = unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) };
     if rc == 0 {
-        return Ok(());
+        return Ok(match NonNull::new(raw) {
+            Some(ptr) if !signaled => Posted::Unsignaled(ptr),
+            // (`KBox::into_raw` never gives null.)
+            _ => Posted::Signaled,
+        });
     }
     let e = Error::from_errno(rc);
     // Without `bad` (siw queues the whole chain and then fails to start
     // sending), or with one not in the chain, all are taken as posted.
     let posted = requests.position(bad).unwrap_or(n);
-    if posted == n {
+    if posted == n && signaled {
         // The signaled request went out: its completion takes the owner.
         fence();
         return Err(PostError::Fenced(e));
@@ -308,9 +358,9 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // The chain failed: so the owner is told, whatever the marker's own
     // status turns out to be (should the QP not go to the error state, the
     // marker, a write of nothing, would succeed).
-    // The chain's signaled request was not posted, so the owner lives until
-    // the marker's completion; only shared borrows of it exist (the failed
-    // requests' handler).
+    // The chain's signaled request was not posted (or it has none), so the
+    // owner lives until the marker's completion; only shared borrows of it
+    // exist (the failed requests' handler).
     // SAFETY: `raw` is live and not mutably borrowed (just above).
     let failed = unsafe { &*raw };
     T::request_failed(posting.owner(), failed, bindings::IB_WC_WR_FLUSH_ERR, 0);
@@ -319,7 +369,7 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // the failed requests' handler by now).
     let mut marker = Chain::new();
     let marked = marker.flush_marker().is_ok() && {
-        let head = marker.link(done_cqe, err_cqe);
+        let head = marker.link(done_cqe, err_cqe, true);
         let mut bad: *const bindings::ib_send_wr = core::ptr::null();
         // Its completion (a flush: the QP is in the error state) comes after
         // the posted requests' and takes the owner back.
@@ -330,7 +380,7 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         Err(PostError::Fenced(e))
     } else {
         // INVARIANT: leaked above; only this endpoint's requests refer to it.
-        let orphan = core::ptr::NonNull::new(raw).map(|ptr| Orphan {
+        let orphan = NonNull::new(raw).map(|ptr| Orphan {
             ptr,
             ep: core::ptr::from_ref(ep) as usize,
         });
@@ -338,6 +388,211 @@ pub(crate) fn post_owned<T: ChainOwner<ID>, const ID: u64>(
             Some(o) => Err(PostError::Leaked(o, e)),
             // `KBox::into_raw` never gives null.
             None => Err(PostError::Fenced(e)),
+        }
+    }
+}
+
+/// Chains posted on one endpoint's send queue, numbered in the order they
+/// go on it, and the owners of those posted with no signaled request.
+///
+/// Send-queue requests complete in order: once a chain's signaled request
+/// has completed, so has every request posted before it. A chain posted
+/// through a `SendOrder` gets the next number while its lock is held
+/// across the post, so the numbers follow the queue's order; an
+/// unsignaled chain's owner waits here until a chain numbered after it
+/// completes ([`SendOrder::completed_through`]: the [`Completion`] only
+/// that completion makes), or the endpoint's QP is destroyed
+/// ([`SendOrder::reclaim_all`]). A chain with a completion of its own costs
+/// a completion-queue entry and a run of the completion handler; one that
+/// waits here costs neither (the C svcrdma signals every Send).
+///
+/// # Invariants
+///
+/// The ring holds, oldest first, `len` owners leaked from `KBox<T>`s,
+/// each with the number of its chain, posted unsignaled (whole) on the
+/// QP of the endpoint at address `ep`, whose owner's anchor is at
+/// `anchor`, in increasing number; `used` counts
+/// them and the [`Unsignaled`] tokens out; `used <= cap <= UNSIGNALED_MAX`.
+///
+/// Owners still waiting when the order drops (their QP never destroyed
+/// through `reclaim_all`) stay leaked: never freed while a device may use
+/// them.
+#[pin_data]
+pub(crate) struct SendOrder<T> {
+    #[pin]
+    inner: SpinLock<Order<T>>,
+}
+
+/// The most owners a [`SendOrder`] keeps waiting.
+pub(crate) const UNSIGNALED_MAX: usize = 16;
+
+struct Order<T> {
+    /// The next chain's number.
+    next: u64,
+    ring: [Option<(u64, NonNull<T>)>; UNSIGNALED_MAX],
+    head: usize,
+    len: usize,
+    /// Waiting owners and reservations for more.
+    used: usize,
+    /// How many may wait (0: every chain is signaled).
+    cap: usize,
+    /// The endpoint the waiting owners' chains were posted on, and its
+    /// owner's anchor (what its completions carry).
+    ep: usize,
+    anchor: usize,
+}
+
+// SAFETY: the leaked owners are only handed out as `KBox<T>`, which may
+// move between threads if `T` may.
+unsafe impl<T: Send> Send for Order<T> {}
+
+/// The signaled completion of a chain posted through a [`SendOrder`] (made
+/// only by the completion callback): every chain it numbered before this
+/// one is done on the device too.
+pub(crate) struct Completion {
+    seq: u64,
+    /// The anchor of the endpoint's owner (its CQ's context).
+    anchor: usize,
+}
+
+/// Room for one owner in a [`SendOrder`], taken before its chain is
+/// built (`SendOrder::reserve_unsignaled`) and used by its post, or
+/// given back when dropped.
+pub(crate) struct Unsignaled<'a, T> {
+    order: &'a SendOrder<T>,
+}
+
+impl<T> Drop for Unsignaled<'_, T> {
+    fn drop(&mut self) {
+        let mut o = self.order.inner.lock();
+        o.used = o.used.saturating_sub(1);
+    }
+}
+
+impl<T: ChainErrors> SendOrder<T> {
+    /// No chain posted yet, and none may go unsignaled until
+    /// [`SendOrder::set_capacity`].
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            inner <- kernel::new_spinlock!(Order {
+                next: 1,
+                ring: [const { None }; UNSIGNALED_MAX],
+                head: 0,
+                len: 0,
+                used: 0,
+                cap: 0,
+                ep: 0,
+                anchor: 0,
+            }),
+        })
+    }
+
+    /// Lets up to `n` (at most [`UNSIGNALED_MAX`]) owners wait at once: the
+    /// send queue must have room for their chains beyond what the others
+    /// reserve (set at accept, before any post).
+    pub(crate) fn set_capacity(&self, n: usize) {
+        self.inner.lock().cap = n.min(UNSIGNALED_MAX);
+    }
+
+    /// Room for one more unsignaled chain, if there is any.
+    pub(crate) fn reserve_unsignaled(&self) -> Option<Unsignaled<'_, T>> {
+        let mut o = self.inner.lock();
+        if o.used >= o.cap {
+            return None;
+        }
+        o.used += 1;
+        Some(Unsignaled { order: self })
+    }
+
+    /// Posts `chain(owner)` on `ep` as the next chain ([`post_owned`]):
+    /// signaled, its completion taking the owner back, or, with `room`
+    /// (from this order), unsignaled, the owner waiting here.
+    pub(crate) fn post<const ID: u64>(
+        &self,
+        ep: &Endpoint<T::Owner>,
+        owner: KBox<T>,
+        chain: impl FnOnce(&mut T) -> &mut Chain,
+        fence: impl FnOnce(),
+        room: Option<Unsignaled<'_, T>>,
+    ) -> core::result::Result<(), PostError<T>>
+    where
+        T: ChainOwner<ID>,
+    {
+        let mut o = self.inner.lock();
+        let seq = o.next;
+        o.next += 1;
+        let signaled = room.is_none();
+        // Under the lock: the number is the chain's place in the queue.
+        let posted = post_owned::<T, ID>(ep, owner, chain, fence, seq, signaled);
+        if let (Ok(Posted::Unsignaled(ptr)), Some(room)) = (&posted, room) {
+            // The reservation becomes the entry.
+            core::mem::forget(room);
+            let at = (o.head + o.len) % UNSIGNALED_MAX;
+            // INVARIANT: a whole unsignaled chain of `ep`, posted after every
+            // owner already waiting (its number is higher).
+            o.ring[at] = Some((seq, *ptr));
+            o.len += 1;
+            o.ep = core::ptr::from_ref(ep) as usize;
+            o.anchor = ep.anchor_addr();
+        }
+        posted.map(|_| ())
+    }
+
+    /// Hands `f`, oldest first, every waiting owner whose chain was
+    /// numbered before the one `done` completed: the device is done with
+    /// them.
+    pub(crate) fn completed_through(&self, done: &Completion, mut f: impl FnMut(KBox<T>)) {
+        let mut out: [Option<NonNull<T>>; UNSIGNALED_MAX] = [const { None }; UNSIGNALED_MAX];
+        let mut n = 0;
+        {
+            let mut o = self.inner.lock();
+            // Only a completion on the waiting owners' endpoint says anything
+            // about them.
+            while o.len > 0 && o.anchor == done.anchor {
+                let head = o.head;
+                match o.ring[head] {
+                    Some((seq, ptr)) if seq < done.seq => {
+                        o.ring[head] = None;
+                        o.head = (head + 1) % UNSIGNALED_MAX;
+                        o.len -= 1;
+                        o.used = o.used.saturating_sub(1);
+                        out[n] = Some(ptr);
+                        n += 1;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        for ptr in out.into_iter().take(n).flatten() {
+            // Its chain, posted whole on the endpoint the completed chain was
+            // posted on (one order per endpoint) and before it, is done.
+            // SAFETY: so the leaked owner is the device's no more; taken out
+            // of the ring, it is handed out once.
+            f(unsafe { KBox::from_raw(ptr.as_ptr()) });
+        }
+    }
+
+    /// Hands `f` every waiting owner, once `ep`'s QP is destroyed (none
+    /// otherwise): nothing of theirs is in the device's hands any more.
+    pub(crate) fn reclaim_all(&self, ep: &Endpoint<T::Owner>, mut f: impl FnMut(KBox<T>)) {
+        loop {
+            let ptr = {
+                let mut o = self.inner.lock();
+                if o.len == 0 || !ep.is_destroyed() || o.ep != core::ptr::from_ref(ep) as usize {
+                    return;
+                }
+                let head = o.head;
+                let entry = o.ring[head].take();
+                o.head = (head + 1) % UNSIGNALED_MAX;
+                o.len -= 1;
+                o.used = o.used.saturating_sub(1);
+                entry
+            };
+            if let Some((_, ptr)) = ptr {
+                // SAFETY: a leaked owner whose requests went on `ep`'s QP,
+                // now destroyed; out of the ring, it is handed out once.
+                f(unsafe { KBox::from_raw(ptr.as_ptr()) });
+            }
         }
     }
 }

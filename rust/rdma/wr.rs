@@ -8,6 +8,13 @@ use kernel::prelude::*;
 
 use crate::bindings;
 
+/// Scatter/gather entries per work request the data path uses at most
+/// (the device may allow fewer: siw 6, mlx5 30, rxe 32). An RDMA Write or
+/// Read of a chunk takes one work request per this many pages, and each
+/// asks the peer for an acknowledgement: a 1 MiB chunk in 8 requests of 32
+/// pages, not 32 of 8.
+pub(crate) const MAX_WR_SGE: usize = 32;
+
 /// One scatter/gather element of a work request: `length` bytes at bus
 /// address `addr`, under local key `lkey`.
 #[derive(Clone, Copy, Default)]
@@ -25,6 +32,24 @@ impl From<Sge> for bindings::ib_sge {
             lkey: s.lkey,
         }
     }
+}
+
+/// An RDMA Read or Write request (`opcode`) of `remote_addr` under `rkey`,
+/// invalidating `invalidate` (Read With Invalidate) when not 0.
+fn rdma_wr(
+    opcode: bindings::ib_wr_opcode,
+    remote_addr: u64,
+    rkey: u32,
+    invalidate: u32,
+) -> bindings::ib_rdma_wr {
+    let mut wr = bindings::ib_rdma_wr {
+        remote_addr,
+        rkey,
+        ..Default::default()
+    };
+    wr.wr.opcode = opcode;
+    wr.wr.ex.invalidate_rkey = invalidate;
+    wr
 }
 
 /// One work request of any kind the data path posts.
@@ -158,26 +183,70 @@ impl Chain {
         t
     }
 
-    fn push(&mut self, wr: Wr, sges: &[Sge]) -> Result {
+    /// Where the SGEs not yet given to a request start.
+    fn pending_from(&self) -> usize {
+        self.spans.last().map_or(0, |&(first, count)| first + count)
+    }
+
+    /// SGEs added ([`Chain::add_sge`]) for the next request, not yet given
+    /// to one.
+    pub(crate) fn pending_sges(&self) -> usize {
+        self.sges.len() - self.pending_from()
+    }
+
+    /// Adds an SGE for the next request ([`Chain::write_pending`],
+    /// [`Chain::read_pending`]), which takes every one added since the
+    /// request before it.
+    pub(crate) fn add_sge(&mut self, s: Sge) -> Result {
+        self.sges.push(s.into(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Appends `wr` with the pending SGEs as its list.
+    fn push_pending(&mut self, wr: Wr) -> Result {
         self.wrs.reserve(1, GFP_KERNEL)?;
         self.spans.reserve(1, GFP_KERNEL)?;
-        self.sges.reserve(sges.len(), GFP_KERNEL)?;
-        let first = self.sges.len();
-        for s in sges {
-            self.sges
-                .push_within_capacity((*s).into())
-                .map_err(|_| ENOMEM)?;
-        }
+        let first = self.pending_from();
         self.spans
-            .push_within_capacity((first, sges.len()))
+            .push_within_capacity((first, self.sges.len() - first))
             .map_err(|_| ENOMEM)?;
         self.wrs.push_within_capacity(wr).map_err(|_| ENOMEM)?;
         Ok(())
     }
 
-    /// An RDMA Write of `sges` to `remote_addr` under `rkey`.
-    pub(crate) fn write(&mut self, remote_addr: u64, rkey: u32, sges: &[Sge]) -> Result {
-        self.rdma(bindings::IB_WR_RDMA_WRITE, remote_addr, rkey, sges, 0)
+    fn push(&mut self, wr: Wr, sges: &[Sge]) -> Result {
+        if self.pending_sges() != 0 {
+            return Err(EINVAL);
+        }
+        self.sges.reserve(sges.len(), GFP_KERNEL)?;
+        for s in sges {
+            self.sges
+                .push_within_capacity((*s).into())
+                .map_err(|_| ENOMEM)?;
+        }
+        self.push_pending(wr)
+    }
+
+    /// An RDMA Write of the pending SGEs ([`Chain::add_sge`]) to
+    /// `remote_addr` under `rkey`.
+    pub(crate) fn write_pending(&mut self, remote_addr: u64, rkey: u32) -> Result {
+        self.push_pending(Wr::Rdma(rdma_wr(
+            bindings::IB_WR_RDMA_WRITE,
+            remote_addr,
+            rkey,
+            0,
+        )))
+    }
+
+    /// An RDMA Read from `remote_addr` under `rkey` into the pending SGEs
+    /// ([`Chain::add_sge`]).
+    pub(crate) fn read_pending(&mut self, remote_addr: u64, rkey: u32) -> Result {
+        self.push_pending(Wr::Rdma(rdma_wr(
+            bindings::IB_WR_RDMA_READ,
+            remote_addr,
+            rkey,
+            0,
+        )))
     }
 
     /// An RDMA Read from `remote_addr` under `rkey` into `sges`; with
@@ -210,14 +279,10 @@ impl Chain {
         sges: &[Sge],
         invalidate: u32,
     ) -> Result {
-        let mut wr = bindings::ib_rdma_wr {
-            remote_addr,
-            rkey,
-            ..Default::default()
-        };
-        wr.wr.opcode = opcode;
-        wr.wr.ex.invalidate_rkey = invalidate;
-        self.push(Wr::Rdma(wr), sges)
+        self.push(
+            Wr::Rdma(rdma_wr(opcode, remote_addr, rkey, invalidate)),
+            sges,
+        )
     }
 
     /// A fast registration of `mr` (already mapped) under `key` with
@@ -274,18 +339,22 @@ impl Chain {
     /// completing to `cqe` (send queue requests complete in order, so its
     /// completion says the device is done with the whole chain). The others
     /// carry `err_cqe`: they complete only if they fail or are flushed
-    /// (devices differ on the latter), always before the last one. Returns
-    /// the chain's head (null if empty). The chain must not change until
-    /// the post call returns.
+    /// (devices differ on the latter), always before the last one. Without
+    /// `signaled`, the last one is linked as the others are: the chain
+    /// completes only when it fails or is flushed, and otherwise when a
+    /// signaled request posted after it completes. Returns the chain's
+    /// head (null if empty). The chain must not change until the post call
+    /// returns.
     pub(crate) fn link(
         &mut self,
         cqe: *mut bindings::ib_cqe,
         err_cqe: *mut bindings::ib_cqe,
+        signaled: bool,
     ) -> *mut bindings::ib_send_wr {
         let sges = self.sges.as_mut_ptr();
         let mut next: *mut bindings::ib_send_wr = core::ptr::null_mut();
         for (wr, &(first, count)) in self.wrs.iter_mut().zip(self.spans.iter()).rev() {
-            let last = next.is_null();
+            let last = next.is_null() && signaled;
             let b = wr.base();
             b.next = next;
             if last {

@@ -65,6 +65,67 @@ impl HeldPages {
         self.pages.get(i).copied()
     }
 
+    /// Allocates `n` pages into the value, which must hold none (the sink
+    /// of a Call assembled away from any request), with `flags`; all or
+    /// none.
+    pub(crate) fn alloc(&mut self, n: usize, flags: kernel::alloc::Flags) -> Result {
+        if !self.is_empty() {
+            return Err(EBUSY);
+        }
+        self.reply = None;
+        self.pages.reserve(n, flags)?;
+        for _ in 0..n {
+            let Ok(page) = kernel::page::Page::alloc_page(flags) else {
+                self.clear();
+                return Err(ENOMEM);
+            };
+            // INVARIANT: the new page's one reference moves into the value
+            // (put by `clear`, or moved on with the page).
+            let page = core::mem::ManuallyDrop::new(page);
+            // Cannot fail: room for `n` was reserved above. (The kernel
+            // crate's `struct page` and ours are the one C type.)
+            let _ = self.pages.push_within_capacity(page.as_ptr().cast());
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the held pages, taken as one buffer, at `offset`.
+    pub(crate) fn write(&mut self, offset: usize, src: &[u8]) -> Result {
+        self.fill(offset, src.len(), |dst, at| {
+            dst.copy_from_slice(&src[at..at + dst.len()])
+        })
+    }
+
+    /// Zeroes `len` bytes of the held pages, taken as one buffer, at
+    /// `offset`.
+    pub(crate) fn zero(&mut self, offset: usize, len: usize) -> Result {
+        self.fill(offset, len, |dst, _| dst.fill(0))
+    }
+
+    fn fill(&mut self, offset: usize, len: usize, mut f: impl FnMut(&mut [u8], usize)) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.pages.len().saturating_mul(PAGE_SIZE) {
+            return Err(EMSGSIZE);
+        }
+        let (mut at, mut done) = (offset, 0);
+        while at < end {
+            let page = self.page(at / PAGE_SIZE).ok_or(EINVAL)?;
+            let off = at % PAGE_SIZE;
+            let n = (PAGE_SIZE - off).min(end - at);
+            // SAFETY: a page the value holds a reference on (lowmem: ours
+            // or sunrpc's argument pages), written only by its holder;
+            // `off + n` stays within it.
+            let dst = unsafe {
+                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
+                core::slice::from_raw_parts_mut(base.add(off), n)
+            };
+            f(dst, done);
+            done += n;
+            at += n;
+        }
+        Ok(())
+    }
+
     /// Puts every page (storage kept).
     pub(crate) fn clear(&mut self) {
         self.reply = None;

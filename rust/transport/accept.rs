@@ -22,6 +22,7 @@ use super::{
     connection::{Connection, Endpoint, Resources},
     frmr::FrmrPool,
     registry::{ConnAttrs, Registry},
+    sq::UNSIGNALED_WRS,
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
@@ -32,7 +33,7 @@ use crate::{
         inline::{server_private, Depths},
         memreg::{decide, Model},
     },
-    rdma::{cm::ConnRequest, dma::DmaDev, qp::QpCaps, Cq, Pd},
+    rdma::{cm::ConnRequest, dma::DmaDev, owned::UNSIGNALED_MAX, qp::QpCaps, Cq, Pd},
     sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
 };
@@ -387,7 +388,7 @@ pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
 const ACK_TIMEOUT: u8 = 19;
 
 /// Scatter/gather entries per work request we use at most.
-const MAX_SEND_SGE: u32 = 8;
+const MAX_SEND_SGE: u32 = crate::rdma::wr::MAX_WR_SGE as u32;
 
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
 /// Returns the new transport, or none when there is none (or it failed).
@@ -499,11 +500,20 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     // A chain holds a slot per request until its last completion: the
     // send queue's slots, less the one the drain at teardown needs, are
     // what chains hold (fewer under a debug build's `debug_sq_slots`).
-    let sq_slots = got
-        .send_wr
-        .min(depths.send_wr)
-        .saturating_sub(1)
-        .min(params::sq_slots_cap());
+    //
+    // Room for Replies posted without a completion of their own
+    // (`sq::UNSIGNALED_WRS` requests each, `owned::SendOrder`) is set apart
+    // first, where the queue is large enough to spare it (a quarter at
+    // most): those wait for a later chain's completion, so they must never
+    // hold slots another chain waits for.
+    let queue = got.send_wr.min(depths.send_wr).saturating_sub(1);
+    let unsignaled_room = UNSIGNALED_MAX as u32 * UNSIGNALED_WRS;
+    let unsignaled = if queue >= 4 * unsignaled_room {
+        UNSIGNALED_MAX
+    } else {
+        0
+    };
+    let sq_slots = (queue - unsignaled as u32 * UNSIGNALED_WRS).min(params::sq_slots_cap());
     // Contexts: the Calls in progress and the Replies in flight, which
     // hold theirs until their Send completes. A client within its
     // credits has at most `credits` of both together, but its credit
@@ -516,6 +526,7 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         .init_pools(
             acc.endpoint().dma_dev(),
             sq_slots,
+            unsignaled,
             (depths.credits as usize).div_ceil(4),
             depths.credits as usize * 8,
             frmrs.as_ref().map_or(0, |f| f.len()),

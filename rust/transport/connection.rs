@@ -38,7 +38,7 @@ use crate::{
         cm::{CmEvent, CmEventKind, CmHandler, CmIdRef},
         dma::DmaDev,
         mr::MrLease,
-        owned::Orphan,
+        owned::{Orphan, SendOrder},
         qp::{QpEvent, QpEventHandler},
         recv::RecvSlot,
         wc_status,
@@ -102,6 +102,10 @@ pub(crate) struct Connection {
     /// FRMR pool entries not in use (closed with the connection).
     #[pin]
     mr_free: MrFree,
+    /// The order of the chains posted on the send queue, and the contexts
+    /// of Replies posted without a completion of their own.
+    #[pin]
+    order: SendOrder<CallCtxt>,
     /// Received buffers waiting for `xpo_recvfrom`, and whether the
     /// connection is established; see [`Ready`].
     #[pin]
@@ -123,6 +127,12 @@ pub(crate) struct Connection {
     /// Receive buffers posted whose receive has not completed (for the
     /// `recv_starved` counter only; see [`Connection::receives_posting`]).
     recv_posted: Atomic<i64>,
+    /// [`Ready::established`], for reading without the lock
+    /// ([`Connection::receives_directly`]).
+    established_now: Atomic<bool>,
+    /// Bytes of nfsd's argument buffers, 0 until an nfsd thread received
+    /// on the connection ([`Connection::learn_arg_capacity`]).
+    arg_capacity: Atomic<u32>,
     /// `/sys/kernel/svcrdma_rs/connections/<id>/`.
     /// (and its `stats/`, first: dropped before its parent).
     sysfs: SetOnce<(Dir<ConnStatsView>, Dir<ConnView>)>,
@@ -226,6 +236,7 @@ impl Connection {
             res: SetOnce::new(),
             sq <- SendQueue::empty(),
             mr_free <- MrFree::empty(),
+            order <- SendOrder::new(),
             ready <- new_spinlock!(Ready {
                 queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
                 reads: KVec::new(),
@@ -239,6 +250,8 @@ impl Connection {
             orphans <- new_spinlock!(KVec::new()),
             in_recv: Atomic::new(0),
             recv_posted: Atomic::new(0),
+            established_now: Atomic::new(false),
+            arg_capacity: Atomic::new(0),
             sysfs: SetOnce::new(),
             stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
             info,
@@ -375,6 +388,36 @@ impl Connection {
         count(&c.mr_inv_remote, t.remote_invs);
     }
 
+    /// A receive completed (successfully): one buffer fewer is posted.
+    pub(crate) fn receive_completed(&self) {
+        // This was the last posted buffer: none is left for the client.
+        if !cfg!(svcrdma_rs_no_stats) && self.recv_posted.fetch_sub(1, Relaxed) <= 1 {
+            count(&self.stats.c.recv_starved, 1);
+        }
+    }
+
+    /// Whether a receive completion may start on its Call's work itself
+    /// (`super::recv`): the connection is established, and neither
+    /// sunrpc nor we are closing it.
+    pub(crate) fn receives_directly(&self) -> bool {
+        self.established_now.load(Relaxed) && !self.dying.load(Relaxed) && !self.closing()
+    }
+
+    /// Notes the size of nfsd's argument buffers (the same for every
+    /// thread of the service: `rq_maxpages` pages less one), as an nfsd
+    /// thread in `xpo_recvfrom` sees it.
+    pub(crate) fn learn_arg_capacity(&self, bytes: u32) {
+        if self.arg_capacity.load(Relaxed) != bytes {
+            self.arg_capacity.store(bytes, Relaxed);
+        }
+    }
+
+    /// The size of nfsd's argument buffers, once an nfsd thread received
+    /// on the connection.
+    pub(crate) fn arg_capacity(&self) -> Option<u32> {
+        Some(self.arg_capacity.load(Relaxed)).filter(|&b| b != 0)
+    }
+
     /// A receive completed: queue it for nfsd.
     pub(crate) fn received(&self, slot: RecvSlot) {
         let established = {
@@ -384,10 +427,6 @@ impl Connection {
                 // Cannot happen: one slot per buffer. Treat as fatal, safely.
                 self.fatal();
                 return;
-            }
-            // This was the last posted buffer: none is left for the client.
-            if !cfg!(svcrdma_rs_no_stats) && self.recv_posted.fetch_sub(1, Relaxed) <= 1 {
-                count(&self.stats.c.recv_starved, 1);
             }
             self.xprt.set_flag(Flag::Data);
             r.established
@@ -404,6 +443,7 @@ impl Connection {
         {
             let mut r = self.ready.lock();
             r.established = true;
+            self.established_now.store(true, Relaxed);
             // Mutant lost_first_call: receives that completed before the
             // event stay queued, unannounced, until the next one.
             if cfg!(svcrdma_mutant = "lost_first_call") {
@@ -513,23 +553,31 @@ impl Connection {
     }
 
     /// Sets up the data path's pools once accept has built the resources:
-    /// `sq_slots` send-queue slots, `ctxts` contexts (at most `max_ctxts`
-    /// ever), and the FRMR pool's entries if any.
+    /// `sq_slots` send-queue slots, room for `unsignaled` Replies without a
+    /// completion of their own (apart from those slots), `ctxts` contexts
+    /// (at most `max_ctxts` ever), and the FRMR pool's entries if any.
     pub(crate) fn init_pools(
         &self,
         dev: &DmaDev,
         sq_slots: u32,
+        unsignaled: usize,
         ctxts: usize,
         max_ctxts: usize,
         mrs: usize,
     ) -> Result {
         self.sq.set_size(sq_slots);
+        self.order.set_capacity(unsignaled);
         // Room for every context in the queue of finished Reads, so the
         // completion path never allocates.
         let reads = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
         self.ready.lock().reads = reads;
         self.ctxts.fill(dev, ctxts, max_ctxts)?;
         self.mr_free.reserve(mrs)
+    }
+
+    /// The send queue's order ([`SendOrder`]).
+    pub(crate) fn order(&self) -> &SendOrder<CallCtxt> {
+        &self.order
     }
 
     /// Send-queue slots in all (the most one chain can hold).
@@ -548,6 +596,12 @@ impl Connection {
                 crate::trace::sq_wait(self.id, n);
             },
         )
+    }
+
+    /// Takes `n` send-queue slots if they are free now and nobody waits
+    /// for slots; never sleeps.
+    pub(crate) fn sq_try_reserve(&self, n: u32) -> bool {
+        self.sq.try_reserve(n, || self.closing())
     }
 
     /// Gives back `n` send-queue slots.
@@ -572,6 +626,13 @@ impl Connection {
             || self.closing(),
             || count(&self.stats.c.mr_waits, 1),
         )
+    }
+
+    /// Takes `n` FRMR pool entries into `out` if they are free now and
+    /// nobody waits for entries; never sleeps (nor allocates: `out` must
+    /// have room).
+    pub(crate) fn mrs_try_take(&self, n: usize, out: &mut KVec<MrLease>) -> bool {
+        out.capacity() - out.len() >= n && self.mr_free.try_take(n, out, || self.closing())
     }
 
     /// Returns the FRMR pool entries in `held`.
@@ -664,6 +725,12 @@ impl Connection {
             // send-queue accounting exist, before anything is dropped. Then
             // no completion or QP event runs any more.
             r.ep.destroy();
+            // Replies posted without a completion of their own that no later
+            // completion covered: the device is done with them too.
+            conn.order.reclaim_all(&r.ep, |ctxt| {
+                conn.sq_release(ctxt.sq_held);
+                conn.ctxt_put(ctxt)
+            });
             // The device is done with the orphans' memory: back to the pool
             // (their device counts with them).
             let orphans = core::mem::take(&mut *conn.orphans.lock());

@@ -268,7 +268,8 @@ impl CtxtPool {
         Ok(())
     }
 
-    /// A context for a new RPC: a free one, reset, or one `make` makes
+    /// A context for a new RPC: a free one (reset when it came back), or
+    /// one `make` makes
     /// while the pool is below its bound. Only `for_answer` (the RDMA_ERROR
     /// answering a Call over the bound) may take the last context of the
     /// bound.
@@ -289,8 +290,8 @@ impl CtxtPool {
             if in_use >= limit {
                 return None;
             }
-            if let Some(mut c) = pool.free.pop() {
-                c.reset();
+            // Contexts come back reset (`Connection::ctxt_put`).
+            if let Some(c) = pool.free.pop() {
                 return Some(c);
             }
             pool.total += 1;

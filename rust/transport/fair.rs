@@ -129,13 +129,37 @@ impl<S: Unpin> FairPool<S> {
         }
     }
 
+    /// Takes what `take` finds in the stock at once, or nothing: `None`
+    /// while the stock cannot cover the need, while anyone waits in line
+    /// (a newcomer never overtakes them), or once the pool is closed or
+    /// `closing()`. Never sleeps (completion context).
+    pub(crate) fn try_acquire<R>(
+        &self,
+        closing: impl Fn() -> bool,
+        take: impl FnOnce(&mut S) -> Option<R>,
+    ) -> Option<R> {
+        let mut g = self.inner.lock();
+        if g.closed || closing() || g.next != g.serving {
+            return None;
+        }
+        take(&mut g.stock)
+    }
+
     /// Gives back to the stock (`give` adds to it) and wakes the ticket
     /// being served.
     pub(crate) fn release(&self, give: impl FnOnce(&mut S)) {
         give(&mut self.inner.lock().stock);
+        // Only a ticket holder sleeps on `room`, and it counts itself in
+        // `waiters` under the lock before it sleeps: if its lock section
+        // came before ours, the count is seen here (its unlock, our lock
+        // and unlock order the two); if it came after, it saw the stock we
+        // gave and did not sleep. So no waiter means nobody to wake, and
+        // the common release takes no wait-queue lock.
         // Mutant no_wake: a release wakes nobody.
         #[cfg(not(svcrdma_mutant = "no_wake"))]
-        self.room.notify_all();
+        if self.waiting() {
+            self.room.notify_all();
+        }
     }
 
     /// Changes the stock without waking anyone (set-up).

@@ -89,6 +89,27 @@ impl MrFree {
         })
     }
 
+    /// Moves `n` free entries into `out` (which has room for them) if they
+    /// are free now and nobody waits for entries; never sleeps.
+    pub(crate) fn try_take(
+        &self,
+        n: usize,
+        out: &mut KVec<MrLease>,
+        closing: impl Fn() -> bool,
+    ) -> bool {
+        self.try_acquire(closing, |free| {
+            if free.len() < n {
+                return None;
+            }
+            for _ in 0..n {
+                // `out` has room (reserved by the caller); `free` has `n`.
+                let _ = free.pop().map(|l| out.push_within_capacity(l));
+            }
+            Some(())
+        })
+        .is_some()
+    }
+
     /// Returns the entries in `held`.
     pub(crate) fn give(&self, held: &mut KVec<MrLease>) {
         self.release(|free| {

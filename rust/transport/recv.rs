@@ -7,21 +7,168 @@
 //! (`rdma::recv`). A completion queues the buffer's slot on the connection
 //! and wakes an nfsd thread (`XPT_DATA`); `xpo_recvfrom` takes it from
 //! there, and reposts the buffer once it has copied what it needs.
+//!
+//! A Call with Read chunks (an NFS WRITE's data, a long Call) is started
+//! by its completion instead, when everything it needs is at hand
+//! ([`reads_at_once`]): its RDMA Reads are posted right here, into pages
+//! of its own, and an nfsd thread is woken only once they are done, to
+//! pick the whole Call up. The C transport wakes a thread for the Call,
+//! which posts the Reads and goes back to sleep, and another one once they
+//! complete: two dispatches per WRITE where this takes one.
 
-use super::connection::Connection;
+use kernel::prelude::*;
+
+use super::{
+    connection::Connection,
+    ctxt::CallCtxt,
+    recvfrom::{self, repost, Fill, NO_STEPS},
+    rw,
+    sq::post_reads_reserved,
+    stats::count,
+};
 use crate::{
-    proto::inline::RECV_SIZE,
+    log::pr_warn_ratelimited,
+    proto::{inline::RECV_SIZE, layout::Place},
     rdma::recv::{RecvHandler, RecvSlot},
+    sunrpc::PAGE_SIZE,
 };
 
 impl RecvHandler for Connection {
     const BUF_SIZE: u32 = RECV_SIZE;
 
     fn received(&self, slot: RecvSlot) {
-        Connection::received(self, slot);
+        self.receive_completed();
+        if let Some(slot) = reads_at_once(self, slot) {
+            Connection::received(self, slot);
+        }
     }
 
     fn receive_failed(&self, status: u32) {
         Connection::receive_failed(self, status);
     }
+}
+
+/// The Read list's discriminator in an RPC-over-RDMA version 1 header:
+/// after the XID, version, credits and procedure words (RFC 8166 §4.2).
+const READ_LIST_AT: usize = 16;
+
+/// Whether the message in `msg` has a Read list (its first discriminator
+/// is 1): the only messages [`reads_at_once`] looks at further.
+fn has_read_list(msg: &[u8]) -> bool {
+    msg.get(READ_LIST_AT..READ_LIST_AT + 4) == Some(&[0, 0, 0, 1][..])
+}
+
+/// Starts the Call of `slot` from its receive completion if it is a valid
+/// Call with Read chunks and what its Reads need is at hand now: a
+/// context, pages for its argument buffer (without sleeping), and the
+/// send-queue slots and FRMR entries the Reads take, with nobody waiting
+/// for either. Then its inline part is copied into those pages, the buffer
+/// reposted, and the Reads posted; their completion queues the Call for
+/// nfsd (`rw::reads_finished`). Otherwise, or for any other message, the
+/// slot comes back untouched, for nfsd to handle as always (it answers
+/// what this does not take, and waits where this may not).
+fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
+    if !conn.receives_directly() {
+        return Some(slot);
+    }
+    let (Some(res), Some(capacity)) = (conn.res(), conn.arg_capacity()) else {
+        return Some(slot);
+    };
+    let Some(msg) = res.ep.message(&slot) else {
+        return Some(slot);
+    };
+    if !has_read_list(msg) {
+        return Some(slot);
+    }
+    let mut steps = NO_STEPS;
+    let Ok(plan) = recvfrom::plan(conn, msg, capacity, &mut steps) else {
+        return Some(slot);
+    };
+    if plan.nchunks == 0 {
+        return Some(slot);
+    }
+    let Some(mut ctxt) = conn.ctxt_get(false) else {
+        return Some(slot);
+    };
+    // Nothing here may sleep: a completion handler does not wait for
+    // memory, slots or MRs (nfsd threads do).
+    let nowait = GFP_NOWAIT | __GFP_NOWARN;
+    let pages = (plan.shape.extent(PAGE_SIZE as u32) as usize).div_ceil(PAGE_SIZE);
+    let Ok(wrs) = u32::try_from(plan.cost.wrs) else {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    };
+    if ctxt.args.alloc_args(pages, nowait).is_err() || ctxt.hdr.keep(msg, &plan.header).is_err() {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    if !conn.sq_try_reserve(wrs) {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    let mrs = plan.cost.mrs;
+    let took_mrs = mrs == 0
+        || ctxt
+            .args
+            .mrs_mut()
+            .is_ok_and(|out| out.reserve(mrs, nowait).is_ok() && conn.mrs_try_take(mrs, out));
+    if !took_mrs {
+        conn.sq_release(wrs);
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    // The Call is this completion's from here on: what fails now closes
+    // the connection, as it would in an nfsd thread.
+    let assembled = plan.assemble(&steps, |at, fill| match fill {
+        Fill::Bytes(b) => ctxt.args.write_args(at, b),
+        Fill::Zeros(n) => ctxt.args.zero_args(at, n),
+    });
+    let (shape, nsteps) = (plan.shape, plan.nsteps);
+    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
+    repost(conn, slot);
+    let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, &steps[..nsteps], mrs, shape));
+    if let Err(e) = prepared {
+        pr_warn_ratelimited!(
+            "connection {}: RDMA Read of a Call failed: error {}, closing\n",
+            conn.id,
+            e.to_errno()
+        );
+        conn.close();
+        conn.sq_release(wrs);
+        if !ctxt.args.mrs().is_empty() {
+            // Taken but not registered (the chain was never built): they
+            // go back as they came.
+            if let Ok(held) = ctxt.args.mrs_mut() {
+                conn.mrs_give(held);
+            }
+        }
+        conn.ctxt_put(ctxt);
+        return None;
+    }
+    // A failed post closes the connection and hands the context to
+    // `rw::reads_finished` (`post_reads_reserved`).
+    let _ = post_reads_reserved(conn, ctxt, wrs);
+    None
+}
+
+/// Builds the Read chain of the Call in `ctxt` (its header kept, its
+/// inline part in its pages, `mrs` FRMR entries held), whose assembly
+/// steps are `places`.
+fn prepare(
+    conn: &Connection,
+    ctxt: &mut CallCtxt,
+    places: &[Place],
+    mrs: usize,
+    shape: crate::proto::layout::ArgShape,
+) -> Result {
+    let hdr = core::mem::take(&mut ctxt.hdr);
+    let built = recvfrom::read_work(&hdr, places).and_then(|work| {
+        if rw::mrs_needed(conn, &work) != mrs {
+            // The budget's count and the chain's differ: cannot happen.
+            return Err(EINVAL);
+        }
+        rw::prepare_reads_held(conn, ctxt, &work, shape)
+    });
+    ctxt.hdr = hdr;
+    built
 }

@@ -30,7 +30,7 @@ use crate::{
         layout::{call_layout, split_floor, ArgShape, Place, ReadChunkRef, Split},
         rpcrdma::{
             chunk::ReadList,
-            header::{decode, ChunkError, DecodeError, Proc},
+            header::{decode, ChunkError, DecodeError, Header, Proc},
         },
     },
     rdma::recv::RecvSlot,
@@ -210,7 +210,7 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
 /// Gives the buffer of `slot` back (its message is no longer needed), to
 /// be posted again with a batch of others; closes the connection if
 /// posting fails.
-fn repost(conn: &Connection, slot: RecvSlot) {
+pub(super) fn repost(conn: &Connection, slot: RecvSlot) {
     let Some(res) = conn.res() else {
         return;
     };
@@ -219,6 +219,165 @@ fn repost(conn: &Connection, slot: RecvSlot) {
         .is_err()
     {
         conn.close();
+    }
+}
+
+/// Steps of a Call's assembly, at most ([`call_layout`]).
+pub(super) const MAX_STEPS: usize = 3 * MAX_READ_CHUNKS + 1;
+
+/// Storage for a Call's assembly steps ([`plan`] fills it; the caller
+/// keeps it, so the steps outlive the receive buffer the plan reads).
+pub(super) type Steps = [Place; MAX_STEPS];
+
+/// An empty [`Steps`].
+pub(super) const NO_STEPS: Steps = [Place::Zero { dst: 0, len: 0 }; MAX_STEPS];
+
+/// A Call's transport header, decoded and checked against the connection,
+/// and where its bytes go in the argument buffer ([`plan`]: the first
+/// `nsteps` of the caller's [`Steps`]).
+pub(super) struct Plan<'m> {
+    /// The header, over the received message.
+    pub(super) header: Header<'m>,
+    /// The RPC message's inline bytes (after the transport header).
+    body: &'m [u8],
+    /// Steps of the assembly, in the caller's storage.
+    pub(super) nsteps: usize,
+    /// Where the Call's bytes lie once assembled.
+    pub(super) shape: ArgShape,
+    /// Read chunks the Call has.
+    pub(super) nchunks: usize,
+    /// What its RDMA Reads take of the connection's MRs and send queue.
+    pub(super) cost: Cost,
+}
+
+/// Why a received message has no [`Plan`].
+pub(super) enum Unplanned<'m> {
+    /// The transport header did not decode (or was the peer's RDMA_ERROR).
+    Decode(DecodeError),
+    /// A backward-direction Reply for the backchannel: its header and RPC
+    /// message.
+    #[cfg(svcrdma_rs_backchannel)]
+    BackwardReply(Header<'m>, &'m [u8]),
+    /// The Call's chunks cannot be placed in the argument buffer, or need
+    /// more of the connection than it has: `(needed, there)` of what ran
+    /// out, or `(0, 0)`.
+    Reject {
+        xid: u32,
+        why: &'static str,
+        counts: (usize, usize),
+    },
+}
+
+/// Decodes and checks the received message `msg` of `conn` for an argument
+/// buffer of `capacity` bytes, and lays the Call out in it, its steps in
+/// `steps`. Pure: nothing is copied, posted or answered.
+pub(super) fn plan<'m>(
+    conn: &Connection,
+    msg: &'m [u8],
+    capacity: u32,
+    steps: &mut Steps,
+) -> core::result::Result<Plan<'m>, Unplanned<'m>> {
+    let header = decode(msg, &LIMITS).map_err(Unplanned::Decode)?;
+    let xid = header.xid;
+    let hdr_len = header.hdr_len.min(msg.len());
+    let body = if header.proc_ == Proc::NoMsg {
+        &[][..]
+    } else {
+        msg.get(hdr_len..).unwrap_or(&[])
+    };
+    // A backward Reply goes to the backchannel's waiting Call, not to nfsd.
+    #[cfg(svcrdma_rs_backchannel)]
+    if crate::proto::rpcrdma::backward::is_reply(&header, body) {
+        return Err(Unplanned::BackwardReply(header, body));
+    }
+    let reject = |why: &'static str, counts| Unplanned::Reject { xid, why, counts };
+    // Where each Read chunk goes.
+    let mut chunks = [ReadChunkRef {
+        position: 0,
+        length: 0,
+    }; MAX_READ_CHUNKS];
+    let mut nchunks = 0usize;
+    for c in header.reads.chunks() {
+        let slot = chunks
+            .get_mut(nchunks)
+            .ok_or_else(|| reject("too many read chunks", (0, 0)))?;
+        *slot = ReadChunkRef {
+            position: c.position,
+            length: c.total,
+        };
+        nchunks += 1;
+    }
+    // A data item gets pages of its own, past the RPC header, except in a
+    // NULL Call (`split_floor`).
+    let split = split_floor(body).map(|min_position| Split {
+        page_size: PAGE_SIZE as u32,
+        min_position,
+    });
+    let layout = call_layout(
+        u32::try_from(body.len()).unwrap_or(u32::MAX),
+        &chunks[..nchunks],
+        capacity,
+        split,
+        steps,
+    )
+    .map_err(|e| reject(e.as_str(), (0, 0)))?;
+    let nsteps = layout.steps;
+    // A Call whose Reads need more MRs or send-queue slots than the
+    // connection has could never be served: it is answered, not waited on.
+    let mut cost = Cost::default();
+    if let Some(budget) = rw::budget(conn) {
+        for step in &steps[..nsteps] {
+            if let Place::Chunk { chunk, dst, .. } = *step {
+                if let Some(c) = header.reads.chunks().nth(chunk) {
+                    let lens = c.segments.iter().map(|s| s.length as usize);
+                    cost = cost.plus(budget.read_cost(dst as usize, lens));
+                }
+            }
+        }
+        budget
+            .check(cost)
+            .map_err(|over| reject(over.as_str(), over.counts()))?;
+    }
+    Ok(Plan {
+        header,
+        body,
+        nsteps,
+        shape: layout.shape,
+        nchunks,
+        cost,
+    })
+}
+
+/// One piece of a Call's assembly ([`Plan::assemble`]).
+pub(super) enum Fill<'a> {
+    /// Inline bytes to copy.
+    Bytes(&'a [u8]),
+    /// This many zero bytes (an XDR roundup).
+    Zeros(usize),
+}
+
+impl Plan<'_> {
+    /// Puts the Call's inline bytes and roundups where the plan's `steps`
+    /// say: `put(offset, fill)` into the argument buffer, in order.
+    pub(super) fn assemble(
+        &self,
+        steps: &[Place],
+        mut put: impl FnMut(usize, Fill<'_>) -> Result,
+    ) -> Result {
+        for step in steps.iter().take(self.nsteps) {
+            match *step {
+                Place::Inline { src, dst, len } => {
+                    let (s, l) = (src as usize, len as usize);
+                    put(
+                        dst as usize,
+                        Fill::Bytes(self.body.get(s..s + l).ok_or(EINVAL)?),
+                    )?;
+                }
+                Place::Zero { dst, len } => put(dst as usize, Fill::Zeros(len as usize))?,
+                Place::Chunk { .. } => {}
+            }
+        }
+        Ok(())
     }
 }
 
@@ -239,9 +398,12 @@ fn receive(
         return Err(NoCall::Dropped);
     };
     count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
-    let header = match decode(msg, &LIMITS) {
-        Ok(h) => h,
-        Err(e) => {
+    let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
+    conn.learn_arg_capacity(capacity);
+    let mut steps = NO_STEPS;
+    let plan = match plan(conn, msg, capacity, &mut steps) {
+        Ok(p) => p,
+        Err(Unplanned::Decode(e)) => {
             if let DecodeError::PeerError { .. } = e {
                 pr_warn_ratelimited!(
                     "connection {}: the client sent RDMA_ERROR, closing\n",
@@ -267,96 +429,31 @@ fn receive(
             repost(conn, slot);
             return Err(answer(conn, ctxt, &e));
         }
-    };
-    let xid = header.xid;
-    let hdr_len = header.hdr_len.min(msg.len());
-    let body = msg.get(hdr_len..).unwrap_or(&[]);
-    let body = if header.proc_ == Proc::NoMsg {
-        &[][..]
-    } else {
-        body
-    };
-    // A backward Reply goes to the backchannel's waiting Call, not to nfsd.
-    #[cfg(svcrdma_rs_backchannel)]
-    if crate::proto::rpcrdma::backward::is_reply(&header, body) {
-        super::backchannel::receive_reply(conn, &header, body);
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    }
-
-    // Where each Read chunk goes.
-    let mut chunks = [ReadChunkRef {
-        position: 0,
-        length: 0,
-    }; MAX_READ_CHUNKS];
-    let mut nchunks = 0usize;
-    for c in header.reads.chunks() {
-        let Some(slot) = chunks.get_mut(nchunks) else {
-            return reject(conn, ctxt, xid, "too many read chunks", (0, 0), slot);
-        };
-        *slot = ReadChunkRef {
-            position: c.position,
-            length: c.total,
-        };
-        nchunks += 1;
-    }
-    let mut steps = [Place::Zero { dst: 0, len: 0 }; 3 * MAX_READ_CHUNKS + 1];
-    let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    // A data item gets pages of its own, past the RPC header, except in a
-    // NULL Call (`split_floor`).
-    let split = split_floor(body).map(|min_position| Split {
-        page_size: PAGE_SIZE as u32,
-        min_position,
-    });
-    let (nsteps, shape) = match call_layout(
-        u32::try_from(body.len()).unwrap_or(u32::MAX),
-        &chunks[..nchunks],
-        capacity,
-        split,
-        &mut steps,
-    ) {
-        Ok(l) => (l.steps, l.shape),
-        Err(e) => return reject(conn, ctxt, xid, e.as_str(), (0, 0), slot),
-    };
-    // A Call whose Reads need more MRs or send-queue slots than the
-    // connection has could never be served: it is answered, not waited on.
-    if let Some(budget) = rw::budget(conn) {
-        let mut cost = Cost::default();
-        for step in &steps[..nsteps] {
-            if let Place::Chunk { chunk, dst, .. } = *step {
-                if let Some(c) = header.reads.chunks().nth(chunk) {
-                    let lens = c.segments.iter().map(|s| s.length as usize);
-                    cost = cost.plus(budget.read_cost(dst as usize, lens));
-                }
-            }
-        }
-        if let Err(over) = budget.check(cost) {
-            return reject(conn, ctxt, xid, over.as_str(), over.counts(), slot);
-        }
-    }
-
-    // Keep the header for the Reply, copy the inline part, free the buffer.
-    if ctxt.hdr.keep(msg, &header).is_err() {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    }
-    for step in &steps[..nsteps] {
-        let done = match *step {
-            Place::Inline { src, dst, len } => {
-                let (s, l) = (src as usize, len as usize);
-                match body.get(s..s + l) {
-                    Some(b) => rq.arg_write(dst as usize, b),
-                    None => Err(EINVAL),
-                }
-            }
-            Place::Zero { dst, len } => rq.arg_zero(dst as usize, len as usize),
-            Place::Chunk { .. } => Ok(()),
-        };
-        if done.is_err() {
+        #[cfg(svcrdma_rs_backchannel)]
+        Err(Unplanned::BackwardReply(header, body)) => {
+            super::backchannel::receive_reply(conn, &header, body);
             repost(conn, slot);
             return Err(NoCall::Dropped);
         }
+        Err(Unplanned::Reject { xid, why, counts }) => {
+            return reject(conn, ctxt, xid, why, counts, slot)
+        }
+    };
+
+    // Keep the header for the Reply, copy the inline part, free the buffer.
+    if ctxt.hdr.keep(msg, &plan.header).is_err() {
+        repost(conn, slot);
+        return Err(NoCall::Dropped);
     }
+    let assembled = plan.assemble(&steps, |at, fill| match fill {
+        Fill::Bytes(b) => rq.arg_write(at, b),
+        Fill::Zeros(n) => rq.arg_zero(at, n),
+    });
+    if assembled.is_err() {
+        repost(conn, slot);
+        return Err(NoCall::Dropped);
+    }
+    let (nchunks, shape, nsteps) = (plan.nchunks, plan.shape, plan.nsteps);
     repost(conn, slot);
 
     if nchunks > 0 {
@@ -384,7 +481,7 @@ fn receive(
 
 /// Per Read chunk that `steps` place, its segments (in `hdr`, the
 /// context's copy of the Call's transport header) and destination.
-fn read_work<'h>(
+pub(super) fn read_work<'h>(
     hdr: &'h CallHeader,
     steps: &[Place],
 ) -> Result<[Option<(ReadList<'h>, usize)>; MAX_READ_CHUNKS]> {

@@ -43,7 +43,7 @@ use crate::{
 };
 
 /// SGEs of one work request, at most.
-const MAX_SGE: usize = 8;
+const MAX_SGE: usize = crate::rdma::wr::MAX_WR_SGE;
 
 /// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go
 /// (the cut [`budget`]'s costs are computed by).
@@ -135,45 +135,31 @@ fn build_reads(
             let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
             let CallCtxt { chain, args, .. } = ctxt;
             for seg in chunk.iter() {
-                let mut sges = [Sge::default(); MAX_SGE];
-                let mut count = 0usize;
+                // Where the pending request starts in the segment, and its
+                // bytes so far; its SGEs go straight into the chain.
                 let mut wr_start = 0u64;
                 let mut wr_len = 0u64;
                 let mut placed = 0usize;
                 args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
                     placed += len;
-                    if let Some(s) = sges.get_mut(count) {
-                        *s = Sge {
-                            addr,
-                            length: len as u32,
-                            lkey: key,
-                        };
-                    }
-                    count += 1;
+                    chain.add_sge(Sge {
+                        addr,
+                        length: len as u32,
+                        lkey: key,
+                    })?;
                     wr_len += len as u64;
-                    if count == max_sge {
-                        chain.read(
-                            seg.offset.wrapping_add(wr_start),
-                            seg.handle,
-                            &sges[..count],
-                            None,
-                        )?;
+                    if chain.pending_sges() == max_sge {
+                        chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
                         wr_start += wr_len;
                         wr_len = 0;
-                        count = 0;
                     }
                     Ok(())
                 })?;
                 if placed != seg.length as usize {
                     return Err(EMSGSIZE);
                 }
-                if count > 0 {
-                    chain.read(
-                        seg.offset.wrapping_add(wr_start),
-                        seg.handle,
-                        &sges[..count],
-                        None,
-                    )?;
+                if chain.pending_sges() > 0 {
+                    chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
                 }
                 dst += seg.length as usize;
             }
@@ -249,35 +235,84 @@ pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
     conn.ctxt_put(ctxt);
 }
 
-/// Takes the Call's MRs and builds its Read chain.
+/// FRMR pool entries the Read chunks `chunks` need (0 without FRMR): one
+/// per sink piece.
+pub(super) fn mrs_needed(conn: &Connection, chunks: &[Option<(ReadList<'_>, usize)>]) -> usize {
+    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
+        return 0;
+    };
+    let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
+    let mut need = 0usize;
+    for &(chunk, mut dst) in chunks.iter().flatten() {
+        for seg in chunk.iter() {
+            let (mut done, len) = (0usize, seg.length as usize);
+            while done < len {
+                done += frmr_piece(dst + done, len - done, max_bytes);
+                need += 1;
+            }
+            dst += len;
+        }
+    }
+    need
+}
+
+/// Takes the Call's MRs (waiting in turn for them) and builds its Read
+/// chain.
 fn build_chain(
     conn: &Connection,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
 ) -> Result {
-    let res = conn.res().ok_or(ENOTCONN)?;
-    if let Some(pool) = res.frmrs.as_ref() {
-        // Every MR the Call needs, taken at once: a thread never waits for
-        // MRs while holding some.
-        let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
-        let mut need = 0usize;
-        for &(chunk, mut dst) in chunks.iter().flatten() {
-            for seg in chunk.iter() {
-                let (mut done, len) = (0usize, seg.length as usize);
-                while done < len {
-                    done += frmr_piece(dst + done, len - done, max_bytes);
-                    need += 1;
-                }
-                dst += len;
-            }
-        }
+    // Every MR the Call needs, taken at once: a thread never waits for
+    // MRs while holding some.
+    let need = mrs_needed(conn, chunks);
+    if need > 0 {
         conn.mrs_take(need, ctxt.args.mrs_mut()?)?;
     }
+    build_reads_with(conn, ctxt, chunks)
+}
+
+/// Builds the Read chain of `chunks` with the MRs `ctxt` holds already
+/// (as many as [`mrs_needed`] says, under FRMR).
+fn build_reads_with(
+    conn: &Connection,
+    ctxt: &mut CallCtxt,
+    chunks: &[Option<(ReadList<'_>, usize)>],
+) -> Result {
     let mut next_mr = 0usize;
     for &(chunk, dst) in chunks.iter().flatten() {
         build_reads(conn, ctxt, chunk, dst, &mut next_mr)?;
     }
     add_invalidations(conn, ctxt)
+}
+
+/// Builds the Read chain of a Call whose sink pages `ctxt.args` holds and
+/// whose MRs (under FRMR) it holds too, as [`prepare_reads`] does with the
+/// pages of a request: for Reads posted from the Call's receive
+/// completion (`super::recv`). On failure the Call's MRs are retired and
+/// the mappings undone; the pages stay with the context.
+pub(super) fn prepare_reads_held(
+    conn: &Connection,
+    ctxt: &mut CallCtxt,
+    chunks: &[Option<(ReadList<'_>, usize)>],
+    shape: ArgShape,
+) -> Result {
+    ctxt.chain.clear();
+    if let Err(e) = build_reads_with(conn, ctxt, chunks) {
+        ctxt.args.unmap();
+        retire_mrs(conn, ctxt);
+        return Err(e);
+    }
+    ctxt.call_shape = shape;
+    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
+    {
+        ctxt.nread = 0;
+        for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
+            *slot = dst;
+            ctxt.nread += 1;
+        }
+    }
+    Ok(())
 }
 
 /// Ends the chain with the invalidation of every MR the Reads registered,
@@ -383,14 +418,13 @@ fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     }
 }
 
-/// Accumulates RDMA Writes of local bytes into a chunk's segments.
+/// Accumulates RDMA Writes of local bytes into a chunk's segments, the
+/// pending request's SGEs straight in the chain.
 struct ChunkWriter<'c, I: Iterator<Item = Segment>> {
     chain: &'c mut Chain,
     segs: I,
     /// The current segment and the bytes of it already filled.
     seg: Option<(Segment, u32)>,
-    sges: [Sge; MAX_SGE],
-    count: usize,
     max_sge: usize,
     /// Where the pending work request starts in the current segment.
     wr_start: u32,
@@ -404,8 +438,6 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             chain,
             segs,
             seg: None,
-            sges: [Sge::default(); MAX_SGE],
-            count: 0,
             max_sge: max_sge.clamp(1, MAX_SGE),
             wr_start: 0,
             lkey,
@@ -415,18 +447,16 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
 
     /// Ends the pending work request.
     fn flush(&mut self) -> Result {
-        if self.count == 0 {
+        if self.chain.pending_sges() == 0 {
             return Ok(());
         }
         let Some((seg, filled)) = self.seg else {
             return Err(EINVAL);
         };
-        self.chain.write(
+        self.chain.write_pending(
             seg.offset.wrapping_add(u64::from(self.wr_start)),
             seg.handle,
-            &self.sges[..self.count],
         )?;
-        self.count = 0;
         self.wr_start = filled;
         Ok(())
     }
@@ -445,15 +475,14 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
                 }
             };
             let n = len.min(seg.length - filled);
-            if self.count == self.max_sge {
+            if self.chain.pending_sges() == self.max_sge {
                 self.flush()?;
             }
-            self.sges[self.count] = Sge {
+            self.chain.add_sge(Sge {
                 addr,
                 length: n,
                 lkey: self.lkey,
-            };
-            self.count += 1;
+            })?;
             self.seg = Some((seg, filled + n));
             self.written += n;
             addr += u64::from(n);

@@ -43,7 +43,7 @@ use super::{
 use crate::{
     log::pr_warn_ratelimited,
     rdma::{
-        owned::{impl_chain_owner, post_owned, ChainOwner, PostError},
+        owned::{impl_chain_owner, ChainOwner, Completion, PostError},
         wc_status,
     },
 };
@@ -81,7 +81,20 @@ fn request_failed(conn: &Connection, ctxt: &CallCtxt, status: u32, vendor_err: u
 
 /// The last request of a Reply's chain completed: the device is done with
 /// the Reply's memory, and the context goes back to the pool.
-fn reply_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
+fn reply_completed(
+    conn: &Connection,
+    ctxt: KBox<CallCtxt>,
+    status: u32,
+    vendor_err: u32,
+    done: Completion,
+) {
+    reply_done(conn, ctxt, status, vendor_err);
+    unsignaled_done(conn, &done);
+}
+
+/// The device is done with a Reply's chain (`status` its last request's,
+/// or 0 for a chain posted unsignaled).
+fn reply_done(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
     note_status(conn, &ctxt.status, status, vendor_err);
     conn.sq_release(core::mem::take(&mut ctxt.sq_held));
     let first = ctxt.status.load(Acquire);
@@ -92,12 +105,27 @@ fn reply_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, ven
     conn.ctxt_put(ctxt);
 }
 
+/// Every unsignaled Reply posted before the chain `done` completed is done
+/// too: each one's own failure, if any, was noted by its requests'
+/// handler (`request_failed`), which ran before.
+fn unsignaled_done(conn: &Connection, done: &Completion) {
+    conn.order()
+        .completed_through(done, |ctxt| reply_done(conn, ctxt, 0, 0));
+}
+
 /// The last request of a Call's Read chain completed: on to
 /// [`super::rw::reads_finished`].
-fn reads_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_err: u32) {
+fn reads_completed(
+    conn: &Connection,
+    mut ctxt: KBox<CallCtxt>,
+    status: u32,
+    vendor_err: u32,
+    done: Completion,
+) {
     note_status(conn, &ctxt.status, status, vendor_err);
     conn.sq_release(core::mem::take(&mut ctxt.sq_held));
     super::rw::reads_finished(conn, ctxt);
+    unsignaled_done(conn, &done);
 }
 
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
@@ -106,7 +134,7 @@ fn reads_completed(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, ven
 /// it holds. The context is returned on every failure too; a failed post
 /// also closes the connection (the caller closes it on the others).
 pub(crate) fn post_reply(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post::<REPLY>(conn, ctxt)
+    post::<REPLY>(conn, ctxt, None)
 }
 
 /// Posts the Read chain built in `ctxt` for its Call and returns without
@@ -115,7 +143,16 @@ pub(crate) fn post_reply(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
 /// when posting fails (which closes the connection), or when nothing could
 /// be posted.
 pub(crate) fn post_reads(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post::<READS>(conn, ctxt)
+    post::<READS>(conn, ctxt, None)
+}
+
+/// [`post_reads`] for a chain whose `slots` send-queue slots were taken
+/// already ([`Connection::sq_try_reserve`]): nothing waits (a receive
+/// completion posts it). The slots are the chain's from here on, given
+/// back by its completion, or here if it is not posted; a chain longer
+/// than its slots is not posted (the connection closes).
+pub(crate) fn post_reads_reserved(conn: &Connection, ctxt: KBox<CallCtxt>, slots: u32) -> Result {
+    post::<READS>(conn, ctxt, Some(slots))
 }
 
 /// The context's chain did not go out at all (`status` 0: there was
@@ -129,34 +166,74 @@ fn not_posted<const ID: u64>(conn: &Connection, ctxt: KBox<CallCtxt>, status: u3
     }
 }
 
-fn post<const ID: u64>(conn: &Connection, mut ctxt: KBox<CallCtxt>) -> Result
+/// Posts `ctxt`'s chain of kind `ID`, its send-queue slots taken first
+/// (waiting in turn), or, with `reserved`, those already taken.
+/// Work requests a Reply's chain may have and go unsignaled: an inline
+/// Reply's Send, or a Write chunk's one RDMA Write and the Send (a 4 KiB
+/// READ's Reply). Longer chains hold more memory; they stay signaled.
+pub(crate) const UNSIGNALED_WRS: u32 = 2;
+
+fn post<const ID: u64>(conn: &Connection, mut ctxt: KBox<CallCtxt>, reserved: Option<u32>) -> Result
 where
     CallCtxt: ChainOwner<ID>,
 {
     // Any status but success: the chain failed.
     const NOT_POSTED: u32 = wc_status::GENERAL_ERR;
+    // Slots taken for the chain that it will not hold go back at once.
+    let unreserve = |keep: u32| {
+        if let Some(r) = reserved {
+            conn.sq_release(r.saturating_sub(keep));
+        }
+    };
     let Some(res) = conn.res() else {
+        unreserve(0);
         not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(ENOTCONN);
     };
     let Ok(n) = u32::try_from(ctxt.chain.len()) else {
+        unreserve(0);
         not_posted::<ID>(conn, ctxt, NOT_POSTED);
         return Err(EMSGSIZE);
     };
     if n == 0 {
+        unreserve(0);
         not_posted::<ID>(conn, ctxt, 0);
         return Ok(());
     }
-    if let Err(e) = conn.sq_reserve(n) {
-        not_posted::<ID>(conn, ctxt, NOT_POSTED);
-        return Err(e);
+    // A short Reply (inline, or one Write and the Send) needs no completion
+    // of its own: its context waits until a later chain's completion, in
+    // room of the send queue set apart for such chains (`SendOrder`),
+    // whatever the other slots hold.
+    let room = if ID == REPLY && reserved.is_none() && n <= UNSIGNALED_WRS {
+        conn.order().reserve_unsignaled()
+    } else {
+        None
+    };
+    match reserved {
+        None if room.is_some() => {}
+        None => {
+            if let Err(e) = conn.sq_reserve(n) {
+                not_posted::<ID>(conn, ctxt, NOT_POSTED);
+                return Err(e);
+            }
+        }
+        // More requests than slots taken: it cannot be posted without
+        // waiting, which the caller may not.
+        Some(r) if r < n => {
+            unreserve(0);
+            conn.close();
+            not_posted::<ID>(conn, ctxt, NOT_POSTED);
+            return Err(EMSGSIZE);
+        }
+        Some(_) => unreserve(n),
     }
     // The counters-off build (make bench's rs_nostats) does not even tally.
     if !cfg!(svcrdma_rs_no_stats) {
         conn.count_posted(&ctxt.chain.tally());
     }
-    // The slots go back with the chain's completion.
-    ctxt.sq_held = n;
+    // The slots go back with the chain's completion (those set apart for
+    // unsignaled chains with its owner's leaving the order).
+    ctxt.sq_held = if room.is_some() { 0 } else { n };
     ctxt.status.store(0, Relaxed);
     let failed = |e: Error| {
         crate::trace::post_err(conn.id, n, e.to_errno());
@@ -172,7 +249,8 @@ where
     let posted = if crate::params::take_post_failure() {
         Err(PostError::Unposted(ctxt, ENOMEM))
     } else {
-        post_owned::<CallCtxt, ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close())
+        conn.order()
+            .post::<ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close(), room)
     };
     match posted {
         Ok(()) => Ok(()),

@@ -56,6 +56,16 @@ impl SendQueue {
         })
     }
 
+    /// Takes `n` slots if they are free now and nobody waits for slots;
+    /// never sleeps.
+    pub(crate) fn try_reserve(&self, n: u32, closing: impl Fn() -> bool) -> bool {
+        self.try_acquire(closing, |s| {
+            s.avail = s.avail.checked_sub(n)?;
+            Some(())
+        })
+        .is_some()
+    }
+
     /// Gives back `n` slots.
     pub(crate) fn give_back(&self, n: u32) {
         self.release(|s| s.avail = s.avail.saturating_add(n).min(s.total));

@@ -677,17 +677,18 @@ t_write_payload_page_aligned_rxe() {
 }
 
 # A full send queue (issue 21's sq_waits and sq_wait): a connection
-# accepted with 40 send-queue slots (the debug build's debug_sq_slots)
-# carries 1 MiB READ Replies of 33 work requests each (32 RDMA Writes and
-# the Send); four readers at once keep both nfsd threads replying, so one
-# waits for the other's slots (rounds of four, at most 5, until one did).
+# accepted with 12 send-queue slots (the debug build's debug_sq_slots)
+# carries 1 MiB READ Replies of 9 work requests each (8 RDMA Writes of 32
+# pages, rxe's SGE limit, and the Send); four readers at once keep both
+# nfsd threads replying, so one waits for the other's slots (rounds of
+# four, at most 5, until one did).
 # The wait is counted and traced on that connection, the data read is
 # right, nothing failed, and the connection is the one the mount made (no
 # reconnect).
 t_sq_full_waits_rxe() {
 	local m=/mnt/sqwait c max i r pids waits=0
 	on_exit "umount -f $m; trace_off"
-	param_set debug_sq_slots 40
+	param_set debug_sq_slots 12
 	rdma_mount_newest $m
 	param_restore debug_sq_slots
 	max=$REPLY c=$S/connections/$REPLY
@@ -711,7 +712,7 @@ t_sq_full_waits_rxe() {
 	trace_off
 	{ grep -a 'svcrdma_rs_sq_wait:' /sys/kernel/tracing/trace || true; } | first 3
 	echo "connection $max: sq_waits $waits after $((r - 1)) round(s)"
-	((waits > 0)) || fail "sq_waits $waits: no thread waited with 40 slots for 33-request Replies"
+	((waits > 0)) || fail "sq_waits $waits: no thread waited with 12 slots for 9-request Replies"
 	grep -aqE "svcrdma_rs_sq_wait: conn=$max wrs=[0-9]+" /sys/kernel/tracing/trace ||
 		fail "no svcrdma_rs_sq_wait event for connection $max"
 	rd $c/stats/completion_errors

@@ -54,6 +54,7 @@ impl ReadSegment {
 }
 
 /// Reads one segment (handle, length, offset).
+#[inline]
 pub(super) fn segment(r: &mut Reader<'_>) -> Option<Segment> {
     Some(Segment {
         handle: r.u32()?,
@@ -63,6 +64,7 @@ pub(super) fn segment(r: &mut Reader<'_>) -> Option<Segment> {
 }
 
 /// Reads one Read list entry after its discriminator.
+#[inline]
 pub(super) fn read_entry(r: &mut Reader<'_>) -> Option<ReadSegment> {
     let position = r.u32()?;
     let s = segment(r)?;

@@ -19,27 +19,32 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Self { buf, pos: 0 }
     }
 
     /// Offset of the next item, bytes from the start of the buffer.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
     /// Bytes left to read.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
     }
 
     /// The bytes not read yet.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         self.buf.get(self.pos..).unwrap_or(&[])
     }
 
     /// Takes the next `n` bytes, or `None` (and nothing is consumed) if
     /// fewer are left.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let b = self.buf.get(self.pos..end)?;
@@ -48,6 +53,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Takes the next `N` bytes as an array, consuming nothing on failure.
+    #[inline]
     fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
         let end = self.pos.checked_add(N)?;
         let a: [u8; N] = self.buf.get(self.pos..end)?.try_into().ok()?;
@@ -56,11 +62,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads an unsigned 32-bit integer.
+    #[inline]
     pub fn u32(&mut self) -> Option<u32> {
         self.array().map(u32::from_be_bytes)
     }
 
     /// Reads an unsigned 64-bit integer (XDR unsigned hyper).
+    #[inline]
     pub fn u64(&mut self) -> Option<u64> {
         self.array().map(u64::from_be_bytes)
     }
@@ -98,6 +106,7 @@ impl<'a> Writer<'a> {
         self.out.len().saturating_sub(self.len)
     }
 
+    #[inline]
     fn put(&mut self, b: &[u8]) -> Result<(), Full> {
         let end = self.len.checked_add(b.len()).ok_or(Full)?;
         self.out
@@ -109,11 +118,13 @@ impl<'a> Writer<'a> {
     }
 
     /// Writes an unsigned 32-bit integer.
+    #[inline]
     pub fn put_u32(&mut self, v: u32) -> Result<(), Full> {
         self.put(&v.to_be_bytes())
     }
 
     /// Writes an unsigned 64-bit integer (XDR unsigned hyper).
+    #[inline]
     pub fn put_u64(&mut self, v: u64) -> Result<(), Full> {
         self.put(&v.to_be_bytes())
     }

@@ -131,10 +131,11 @@ pub(crate) struct Cqe<T, const ID: u64> {
     _owner: PhantomData<fn(T)>,
 }
 
-// SAFETY: the `ib_cqe` is written once, at creation, and the device only
-// reads it; `seq` is written by the post of the owner's chain, while the
-// owner is the poster's alone, and read by that chain's completion, which
-// the post happens before.
+// The `ib_cqe` is written once, at creation, and the device only reads it;
+// `seq` is written by the post of the owner's chain, while the owner is the
+// poster's alone, and read by that chain's completion, which the post
+// happens before.
+// SAFETY: shared use only reads, or writes ordered before the reads above.
 unsafe impl<T, const ID: u64> Sync for Cqe<T, ID> {}
 // SAFETY: as above.
 unsafe impl<T, const ID: u64> Send for Cqe<T, ID> {}

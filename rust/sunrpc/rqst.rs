@@ -112,9 +112,9 @@ impl HeldPages {
             let page = self.page(at / PAGE_SIZE).ok_or(EINVAL)?;
             let off = at % PAGE_SIZE;
             let n = (PAGE_SIZE - off).min(end - at);
-            // SAFETY: a page the value holds a reference on (lowmem: ours
-            // or sunrpc's argument pages), written only by its holder;
-            // `off + n` stays within it.
+            // A page the value holds a reference on (lowmem: ours or
+            // sunrpc's argument pages), written only by its holder.
+            // SAFETY: the page is held and lowmem; `off + n` stays within it.
             let dst = unsafe {
                 let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
                 core::slice::from_raw_parts_mut(base.add(off), n)

@@ -271,6 +271,10 @@ pub(super) enum Unplanned<'m> {
 /// Decodes and checks the received message `msg` of `conn` for an argument
 /// buffer of `capacity` bytes, and lays the Call out in it, its steps in
 /// `steps`. Pure: nothing is copied, posted or answered.
+// The large error (a decoded header) lives on the stack once per message
+// and is consumed by the caller at once; boxing it would allocate per
+// backward Reply.
+#[allow(clippy::result_large_err)]
 pub(super) fn plan<'m>(
     conn: &Connection,
     msg: &'m [u8],

@@ -30,7 +30,7 @@ use crate::{
 
 /// What owns an [`Endpoint`]: it receives the QP's events and the ring's
 /// completions, and is handed to the completions of chains posted on it
-/// ([`super::owned::post_owned`]).
+/// ([`super::owned::SendOrder::post`]).
 pub(crate) trait EndpointOwner: QpEventHandler + RecvHandler {}
 
 impl<T: QpEventHandler + RecvHandler> EndpointOwner for T {}

@@ -61,6 +61,11 @@ impl MappedPages {
         Ok(())
     }
 
+    /// How many pages the value holds.
+    pub(crate) fn pages(&self) -> usize {
+        self.pages.len()
+    }
+
     /// Undoes the DMA mappings (not the MRs'): the device must be done
     /// with them.
     pub(crate) fn unmap(&mut self) {

@@ -22,7 +22,7 @@ use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::{
-    endpoint::{Endpoint, EndpointOwner},
+    endpoint::{Endpoint, EndpointOwner, EndpointPosting},
     wr::Chain,
     Cq,
 };
@@ -189,7 +189,7 @@ unsafe fn endpoint_owner<'a, H: EndpointOwner>(cq: *mut bindings::ib_cq) -> &'a 
 /// # Safety
 ///
 /// Called by the CQ only, for the signaled request of a chain posted by
-/// [`post_owned`] with a `T` leaked from a `KBox`, whose `Cqe<T, ID>`
+/// [`SendOrder::post`] with a `T` leaked from a `KBox`, whose `Cqe<T, ID>`
 /// this completion carries; it is the chain's only signaled completion.
 unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
     cq: *mut bindings::ib_cq,
@@ -197,7 +197,7 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
 ) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
-    // SAFETY: [`post_owned`] posts on an `Endpoint<T::Owner>` only.
+    // SAFETY: [`SendOrder::post`] posts on an `Endpoint<T::Owner>` only.
     let ep_owner = unsafe { endpoint_owner::<T::Owner>(cq) };
     // The request carried the `Cqe<T, ID>` at `T::DONE_OFFSET` of a leaked
     // `KBox<T>` (the trait's and the function's contract); this completion,
@@ -205,7 +205,7 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
     // SAFETY: a send-queue completion carries its request's `wr_cqe` (the
     // union's member the poster set).
     let cqe = unsafe { wc.__bindgen_anon_1.wr_cqe };
-    // The number the chain's post wrote into the entry (`post_owned`),
+    // The number the chain's post wrote into the entry (`post_chain`),
     // before the post, which happens before this completion.
     // SAFETY: `wr_cqe` points at the `Cqe<T, ID>` (whose first field is the
     // `ib_cqe`) of a leaked, live `KBox<T>`; nothing writes `seq` now.
@@ -228,7 +228,7 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
 /// # Safety
 ///
 /// Called by the CQ only, for an unsignaled request of a chain posted by
-/// [`post_owned`], whose owner lives until the chain's signaled
+/// [`SendOrder::post`], whose owner lives until the chain's signaled
 /// completion, which comes after this one.
 unsafe extern "C" fn request_failed<T: ChainErrors>(
     cq: *mut bindings::ib_cq,
@@ -236,7 +236,7 @@ unsafe extern "C" fn request_failed<T: ChainErrors>(
 ) {
     // SAFETY: the CQ passes a valid completion for the call's duration.
     let wc = unsafe { &*wc };
-    // SAFETY: [`post_owned`] posts on an `Endpoint<T::Owner>` only.
+    // SAFETY: [`SendOrder::post`] posts on an `Endpoint<T::Owner>` only.
     let ep_owner = unsafe { endpoint_owner::<T::Owner>(cq) };
     // SAFETY: the request carried the `Cqe<T, ERR>` at `T::ERR_OFFSET` of
     // a live owner (the function's contract), borrowed for this call.
@@ -247,7 +247,7 @@ unsafe extern "C" fn request_failed<T: ChainErrors>(
     T::request_failed(ep_owner, owner, wc.status, wc.vendor_err);
 }
 
-/// What became of a chain [`post_owned`] could not post whole.
+/// What became of a chain [`SendOrder::post`] could not post whole.
 pub(crate) enum PostError<T> {
     /// Nothing was posted: the owner is back, with the error.
     Unposted(KBox<T>, Error),
@@ -278,33 +278,36 @@ pub(crate) struct Orphan<T> {
 // may move between threads if `T` may.
 unsafe impl<T: Send> Send for Orphan<T> {}
 
-/// What [`post_owned`] did with a chain it posted whole.
-enum Posted<T> {
-    /// Its signaled last request's completion takes the owner back.
+/// What [`post_chain`] did with a chain.
+enum Attempt<T> {
+    /// Posted whole; its signaled last request's completion takes the
+    /// owner back.
     Signaled,
-    /// No request of it is signaled: the owner, leaked, waits for a chain
-    /// posted after it to complete ([`SendOrder`]).
+    /// Posted whole with no request signaled: the owner, leaked, waits for
+    /// a chain posted after it to complete ([`SendOrder`]).
     Unsignaled(NonNull<T>),
+    /// Nothing was posted: the owner is back.
+    Unposted(KBox<T>, Error),
+    /// The post failed after the signaled last request went out: its
+    /// completion takes the owner, once the QP is fenced.
+    FenceOnly(Error),
+    /// Part of the chain was posted, without its signaled request (or the
+    /// chain has none): the owner, leaked, needs a marker behind the posted
+    /// requests ([`recover`]).
+    Partial(NonNull<T>, Error),
 }
 
-/// Posts `chain(owner)`, linked to `owner`'s entries, on `ep`'s QP as the
-/// chain numbered `seq`, handing `owner` to the chain's completion
-/// ([`ChainOwner::completed`]), or, without `signaled`, back to the caller
-/// as a leaked pointer once posted. If the post fails partway (or an
-/// unsignaled chain fails at all), `fence` runs first (it must move the QP
-/// to the error state: the marker must only be flushed), then a signaled
-/// marker follows the posted requests.
-fn post_owned<T: ChainOwner<ID>, const ID: u64>(
-    ep: &Endpoint<T::Owner>,
+/// Posts `chain(owner)`, linked to `owner`'s entries, on the QP of
+/// `posting` as the chain numbered `seq`, signaled or not. Only the post:
+/// what a failure needs that may sleep (moving the QP to the error state,
+/// a marker) is [`recover`]'s, after the caller's locks are dropped.
+fn post_chain<T: ChainOwner<ID>, const ID: u64>(
+    posting: &EndpointPosting<'_, T::Owner>,
     owner: KBox<T>,
     chain: impl FnOnce(&mut T) -> &mut Chain,
-    fence: impl FnOnce(),
     seq: u64,
     signaled: bool,
-) -> core::result::Result<Posted<T>, PostError<T>> {
-    let Some(posting) = ep.posting() else {
-        return Err(PostError::Unposted(owner, ENOTCONN));
-    };
+) -> Attempt<T> {
     // Every pointer handed to the device derives from `raw`.
     let raw = KBox::into_raw(owner);
     let base = raw.cast::<u8>();
@@ -325,7 +328,7 @@ fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     let n = c.len();
     if n == 0 {
         // SAFETY: nothing was posted; `raw` came from `into_raw` above.
-        return Err(PostError::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL));
+        return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL);
     }
     let head = c.link(done_cqe, err_cqe, signaled);
     let requests = c.requests();
@@ -335,35 +338,61 @@ fn post_owned<T: ChainOwner<ID>, const ID: u64>(
     // touched unless nothing was posted.
     // SAFETY: the requests' memory outlives the device's use of it.
     let rc = unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) };
+    // (`KBox::into_raw` never gives null.)
+    let Some(ptr) = NonNull::new(raw) else {
+        return Attempt::Signaled;
+    };
     if rc == 0 {
-        return Ok(match NonNull::new(raw) {
-            Some(ptr) if !signaled => Posted::Unsignaled(ptr),
-            // (`KBox::into_raw` never gives null.)
-            _ => Posted::Signaled,
-        });
+        return if signaled {
+            Attempt::Signaled
+        } else {
+            Attempt::Unsignaled(ptr)
+        };
     }
     let e = Error::from_errno(rc);
     // Without `bad` (siw queues the whole chain and then fails to start
     // sending), or with one not in the chain, all are taken as posted.
     let posted = requests.position(bad).unwrap_or(n);
     if posted == n && signaled {
-        // The signaled request went out: its completion takes the owner.
-        fence();
-        return Err(PostError::Fenced(e));
+        return Attempt::FenceOnly(e);
     }
     if posted == 0 {
         // SAFETY: nothing was posted: no completion refers to the owner,
         // which came from `KBox::into_raw` above.
-        return Err(PostError::Unposted(unsafe { KBox::from_raw(raw) }, e));
+        return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, e);
     }
+    Attempt::Partial(ptr, e)
+}
+
+/// After a post that went out in part (`Attempt::Partial`, owner `ptr`):
+/// tells the owner its chain failed, runs `fence` (it must move the QP to
+/// the error state: the marker must only be flushed), then posts a
+/// signaled marker behind the posted requests, whose completion takes the
+/// owner back; without a marker, the owner becomes an [`Orphan`]. May
+/// sleep: the caller holds no spinlock.
+fn recover<T: ChainOwner<ID>, const ID: u64>(
+    ep: &Endpoint<T::Owner>,
+    posting: &EndpointPosting<'_, T::Owner>,
+    ptr: NonNull<T>,
+    fence: impl FnOnce(),
+    e: Error,
+) -> PostError<T> {
+    let base = ptr.as_ptr().cast::<u8>();
+    // SAFETY: the offsets are those of fields of `T` (the trait's contract).
+    let (done_cqe, err_cqe) = unsafe {
+        (
+            base.add(T::DONE_OFFSET).cast::<bindings::ib_cqe>(),
+            base.add(T::ERR_OFFSET).cast::<bindings::ib_cqe>(),
+        )
+    };
     // The chain failed: so the owner is told, whatever the marker's own
     // status turns out to be (should the QP not go to the error state, the
-    // marker, a write of nothing, would succeed).
-    // The chain's signaled request was not posted (or it has none), so the
-    // owner lives until the marker's completion; only shared borrows of it
-    // exist (the failed requests' handler).
-    // SAFETY: `raw` is live and not mutably borrowed (just above).
-    let failed = unsafe { &*raw };
+    // marker, a write of nothing, would succeed). Its signaled request was
+    // not posted (or it has none), so the owner lives until the marker's
+    // completion; only shared borrows of it exist (the failed requests'
+    // handler).
+    // SAFETY: `ptr` is the live, leaked owner, not mutably borrowed.
+    let failed = unsafe { ptr.as_ref() };
     T::request_failed(posting.owner(), failed, bindings::IB_WC_WR_FLUSH_ERR, 0);
     fence();
     // The marker, in a chain of its own (the owner's may be borrowed by
@@ -378,18 +407,16 @@ fn post_owned<T: ChainOwner<ID>, const ID: u64>(
         unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) == 0 }
     };
     if marked {
-        Err(PostError::Fenced(e))
+        PostError::Fenced(e)
     } else {
-        // INVARIANT: leaked above; only this endpoint's requests refer to it.
-        let orphan = NonNull::new(raw).map(|ptr| Orphan {
-            ptr,
-            ep: core::ptr::from_ref(ep) as usize,
-        });
-        match orphan {
-            Some(o) => Err(PostError::Leaked(o, e)),
-            // `KBox::into_raw` never gives null.
-            None => Err(PostError::Fenced(e)),
-        }
+        // INVARIANT: leaked; only this endpoint's requests refer to it.
+        PostError::Leaked(
+            Orphan {
+                ptr,
+                ep: core::ptr::from_ref(ep) as usize,
+            },
+            e,
+        )
     }
 }
 
@@ -505,7 +532,7 @@ impl<T: ChainErrors> SendOrder<T> {
         Some(Unsignaled { order: self })
     }
 
-    /// Posts `chain(owner)` on `ep` as the next chain ([`post_owned`]):
+    /// Posts `chain(owner)` on `ep` as the next chain ([`post_chain`]):
     /// signaled, its completion taking the owner back, or, with `room`
     /// (from this order), unsignaled, the owner waiting here.
     pub(crate) fn post<const ID: u64>(
@@ -519,24 +546,45 @@ impl<T: ChainErrors> SendOrder<T> {
     where
         T: ChainOwner<ID>,
     {
-        let mut o = self.inner.lock();
-        let seq = o.next;
-        o.next += 1;
+        let Some(posting) = ep.posting() else {
+            return Err(PostError::Unposted(owner, ENOTCONN));
+        };
         let signaled = room.is_none();
-        // Under the lock: the number is the chain's place in the queue.
-        let posted = post_owned::<T, ID>(ep, owner, chain, fence, seq, signaled);
-        if let (Ok(Posted::Unsignaled(ptr)), Some(room)) = (&posted, room) {
-            // The reservation becomes the entry.
-            core::mem::forget(room);
-            let at = (o.head + o.len) % UNSIGNALED_MAX;
-            // INVARIANT: a whole unsignaled chain of `ep`, posted after every
-            // owner already waiting (its number is higher).
-            o.ring[at] = Some((seq, *ptr));
-            o.len += 1;
-            o.ep = core::ptr::from_ref(ep) as usize;
-            o.anchor = ep.anchor_addr();
+        // Under the lock only the numbering and the post: the number is the
+        // chain's place in the queue. What a failure needs (it may sleep)
+        // runs after, as does the drop of an unused reservation (which
+        // takes the lock).
+        let attempt = {
+            let mut o = self.inner.lock();
+            let seq = o.next;
+            o.next += 1;
+            let attempt = post_chain::<T, ID>(&posting, owner, chain, seq, signaled);
+            if let Attempt::Unsignaled(ptr) = attempt {
+                let at = (o.head + o.len) % UNSIGNALED_MAX;
+                // INVARIANT: a whole unsignaled chain of `ep`, posted after
+                // every owner already waiting (its number is higher); its
+                // reservation (`room`, forgotten below) becomes the entry.
+                o.ring[at] = Some((seq, ptr));
+                o.len += 1;
+                o.ep = core::ptr::from_ref(ep) as usize;
+                o.anchor = ep.anchor_addr();
+            }
+            attempt
+        };
+        match attempt {
+            Attempt::Signaled => Ok(()),
+            Attempt::Unsignaled(_) => {
+                // The reservation is the entry's now.
+                core::mem::forget(room);
+                Ok(())
+            }
+            Attempt::Unposted(owner, e) => Err(PostError::Unposted(owner, e)),
+            Attempt::FenceOnly(e) => {
+                fence();
+                Err(PostError::Fenced(e))
+            }
+            Attempt::Partial(ptr, e) => Err(recover::<T, ID>(ep, &posting, ptr, fence, e)),
         }
-        posted.map(|_| ())
     }
 
     /// Hands `f`, oldest first, every waiting owner whose chain was

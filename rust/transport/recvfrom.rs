@@ -258,6 +258,11 @@ pub(super) enum Unplanned<'m> {
     /// message.
     #[cfg(svcrdma_rs_backchannel)]
     BackwardReply(Header<'m>, &'m [u8]),
+    /// Without the backchannel no variant borrows the message: this one,
+    /// which cannot be made, keeps the lifetime the same in both builds.
+    #[cfg(not(svcrdma_rs_backchannel))]
+    #[allow(dead_code)]
+    Never(core::convert::Infallible, core::marker::PhantomData<&'m [u8]>),
     /// The Call's chunks cannot be placed in the argument buffer, or need
     /// more of the connection than it has: `(needed, there)` of what ran
     /// out, or `(0, 0)`.
@@ -439,6 +444,8 @@ fn receive(
             repost(conn, slot);
             return Err(NoCall::Dropped);
         }
+        #[cfg(not(svcrdma_rs_backchannel))]
+        Err(Unplanned::Never(never, _)) => match never {},
         Err(Unplanned::Reject { xid, why, counts }) => {
             return reject(conn, ctxt, xid, why, counts, slot)
         }

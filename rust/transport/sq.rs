@@ -74,9 +74,15 @@ impl_chain_owner!(CallCtxt {
     READS => read_cqe => reads_completed,
 });
 
-/// An unsignaled request of a context's chain failed or was flushed.
+/// An unsignaled request of a context's chain failed or was flushed. A
+/// failure closes the connection at once: a short Reply posted without a
+/// completion of its own (`SendOrder`) has nothing after it that would,
+/// until some later chain completes, which an idle connection never posts.
 fn request_failed(conn: &Connection, ctxt: &CallCtxt, status: u32, vendor_err: u32) {
     note_status(conn, &ctxt.status, status, vendor_err);
+    if status != wc_status::SUCCESS && status != wc_status::FLUSHED {
+        conn.close();
+    }
 }
 
 /// The last request of a Reply's chain completed: the device is done with
@@ -166,13 +172,19 @@ fn not_posted<const ID: u64>(conn: &Connection, ctxt: KBox<CallCtxt>, status: u3
     }
 }
 
-/// Posts `ctxt`'s chain of kind `ID`, its send-queue slots taken first
-/// (waiting in turn), or, with `reserved`, those already taken.
 /// Work requests a Reply's chain may have and go unsignaled: an inline
 /// Reply's Send, or a Write chunk's one RDMA Write and the Send (a 4 KiB
 /// READ's Reply). Longer chains hold more memory; they stay signaled.
 pub(crate) const UNSIGNALED_WRS: u32 = 2;
 
+/// Pages of nfsd's Reply an unsignaled Reply may hold (its head and one
+/// page of data: a 4 KiB READ's): a connection that goes idle keeps its
+/// last unsignaled Replies until it closes or posts again, so they must be
+/// small.
+const UNSIGNALED_PAGES: usize = 2;
+
+/// Posts `ctxt`'s chain of kind `ID`, its send-queue slots taken first
+/// (waiting in turn), or, with `reserved`, those already taken.
 fn post<const ID: u64>(conn: &Connection, mut ctxt: KBox<CallCtxt>, reserved: Option<u32>) -> Result
 where
     CallCtxt: ChainOwner<ID>,
@@ -204,7 +216,11 @@ where
     // of its own: its context waits until a later chain's completion, in
     // room of the send queue set apart for such chains (`SendOrder`),
     // whatever the other slots hold.
-    let room = if ID == REPLY && reserved.is_none() && n <= UNSIGNALED_WRS {
+    let room = if ID == REPLY
+        && reserved.is_none()
+        && n <= UNSIGNALED_WRS
+        && ctxt.reply.pages() <= UNSIGNALED_PAGES
+    {
         conn.order().reserve_unsignaled()
     } else {
         None

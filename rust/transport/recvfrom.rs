@@ -262,7 +262,10 @@ pub(super) enum Unplanned<'m> {
     /// which cannot be made, keeps the lifetime the same in both builds.
     #[cfg(not(svcrdma_rs_backchannel))]
     #[allow(dead_code)]
-    Never(core::convert::Infallible, core::marker::PhantomData<&'m [u8]>),
+    Never(
+        core::convert::Infallible,
+        core::marker::PhantomData<&'m [u8]>,
+    ),
     /// The Call's chunks cannot be placed in the argument buffer, or need
     /// more of the connection than it has: `(needed, there)` of what ran
     /// out, or `(0, 0)`.

@@ -32,15 +32,27 @@ pub(crate) struct MappedPages {
     maps: DmaMaps,
     mrs: KVec<MrLease>,
     pages: HeldPages,
+    /// Pages a request gave up for ours ([`MappedPages::install_args`]),
+    /// kept (never mapped) for the next sink ([`MappedPages::alloc_args`]):
+    /// a Call read from its receive completion takes no page from the
+    /// allocator, and the thread's pages none from it either.
+    spare: HeldPages,
 }
+
+/// Pages a [`MappedPages`] keeps spare at most: a small Call's sink (a
+/// 4 KiB WRITE's takes two); larger ones allocate.
+const SPARE_PAGES: usize = 2;
 
 impl MappedPages {
     /// Nothing held, for mappings on `dev` (which the value counts).
     pub(crate) fn new(dev: &DmaDev) -> Result<Self> {
+        let mut spare = HeldPages::new();
+        spare.reserve_room(SPARE_PAGES)?;
         Ok(Self {
             maps: DmaMaps::new(dev)?,
             mrs: KVec::new(),
             pages: HeldPages::new(),
+            spare,
         })
     }
 
@@ -93,9 +105,10 @@ impl MappedPages {
     }
 
     /// Allocates `n` pages for a Call's argument buffer
-    /// ([`HeldPages::alloc`]); the value must hold none.
+    /// ([`HeldPages::alloc`]), the spare ones first; the value must hold
+    /// none.
     pub(crate) fn alloc_args(&mut self, n: usize, flags: kernel::alloc::Flags) -> Result {
-        self.pages.alloc(n, flags)
+        self.pages.alloc(n, &mut self.spare, flags)
     }
 
     /// Copies `src` into the held pages (as one buffer) at `offset`; fails
@@ -125,7 +138,7 @@ impl MappedPages {
     /// ([`Rqst::install_arg_pages`]); fails if they are still mapped.
     pub(crate) fn install_args<C>(&mut self, rq: &mut Rqst<'_, C>) -> Result {
         self.idle()?;
-        rq.install_arg_pages(&mut self.pages)
+        rq.install_arg_pages(&mut self.pages, &mut self.spare)
     }
 
     /// Moves the Reply's pages of `rq` in ([`Rqst::take_reply_pages`]);

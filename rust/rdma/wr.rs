@@ -118,6 +118,8 @@ pub(crate) struct Chain {
     sges: KVec<bindings::ib_sge>,
     /// Per work request: index of its first SGE and how many.
     spans: KVec<(usize, usize)>,
+    /// What the requests so far hold, counted as each is added.
+    tally: Tally,
 }
 
 // SAFETY: the chain is plain data; the raw pointers it holds (MRs, links)
@@ -133,6 +135,17 @@ impl Chain {
             wrs: KVec::new(),
             sges: KVec::new(),
             spans: KVec::new(),
+            tally: Tally {
+                reads: 0,
+                read_bytes: 0,
+                writes: 0,
+                write_bytes: 0,
+                sends: 0,
+                send_bytes: 0,
+                regs: 0,
+                local_invs: 0,
+                remote_invs: 0,
+            },
         }
     }
 
@@ -141,6 +154,7 @@ impl Chain {
         self.wrs.clear();
         self.sges.clear();
         self.spans.clear();
+        self.tally = Tally::default();
     }
 
     /// Work requests in the chain.
@@ -148,39 +162,41 @@ impl Chain {
         self.wrs.len()
     }
 
-    /// Counts the chain's requests and bytes by kind.
-    pub(crate) fn tally(&self) -> Tally {
-        let mut t = Tally::default();
-        for (wr, &(first, count)) in self.wrs.iter().zip(self.spans.iter()) {
-            let bytes: u64 = self
-                .sges
-                .get(first..first + count)
-                .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
-            // One more request of its kind, and its bytes.
-            fn add(n: &mut u64, b: &mut u64, bytes: u64) {
-                *n += 1;
-                *b += bytes;
+    /// The chain's requests and bytes by kind.
+    pub(crate) fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Counts a request of `opcode` with `bytes` in its SGEs.
+    fn count(&mut self, opcode: bindings::ib_wr_opcode, bytes: u64) {
+        let t = &mut self.tally;
+        match opcode {
+            bindings::IB_WR_RDMA_READ => {
+                t.reads += 1;
+                t.read_bytes += bytes;
             }
-            let op = wr.base_ref().opcode;
-            match op {
-                bindings::IB_WR_RDMA_READ | bindings::IB_WR_RDMA_READ_WITH_INV => {
-                    add(&mut t.reads, &mut t.read_bytes, bytes)
-                }
-                bindings::IB_WR_RDMA_WRITE => add(&mut t.writes, &mut t.write_bytes, bytes),
-                bindings::IB_WR_SEND | bindings::IB_WR_SEND_WITH_INV => {
-                    add(&mut t.sends, &mut t.send_bytes, bytes)
-                }
-                bindings::IB_WR_REG_MR => t.regs += 1,
-                _ => {}
+            bindings::IB_WR_RDMA_READ_WITH_INV => {
+                t.reads += 1;
+                t.read_bytes += bytes;
+                t.local_invs += 1;
             }
-            // An invalidation, alone or carried by a Read or a Send.
-            match op {
-                bindings::IB_WR_RDMA_READ_WITH_INV | bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
-                bindings::IB_WR_SEND_WITH_INV => t.remote_invs += 1,
-                _ => {}
+            bindings::IB_WR_RDMA_WRITE => {
+                t.writes += 1;
+                t.write_bytes += bytes;
             }
+            bindings::IB_WR_SEND => {
+                t.sends += 1;
+                t.send_bytes += bytes;
+            }
+            bindings::IB_WR_SEND_WITH_INV => {
+                t.sends += 1;
+                t.send_bytes += bytes;
+                t.remote_invs += 1;
+            }
+            bindings::IB_WR_REG_MR => t.regs += 1,
+            bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
+            _ => {}
         }
-        t
     }
 
     /// Where the SGEs not yet given to a request start.
@@ -207,10 +223,16 @@ impl Chain {
         self.wrs.reserve(1, GFP_KERNEL)?;
         self.spans.reserve(1, GFP_KERNEL)?;
         let first = self.pending_from();
+        let bytes = self
+            .sges
+            .get(first..)
+            .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
         self.spans
             .push_within_capacity((first, self.sges.len() - first))
             .map_err(|_| ENOMEM)?;
+        let opcode = wr.base_ref().opcode;
         self.wrs.push_within_capacity(wr).map_err(|_| ENOMEM)?;
+        self.count(opcode, bytes);
         Ok(())
     }
 

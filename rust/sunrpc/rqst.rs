@@ -49,6 +49,14 @@ impl HeldPages {
         }
     }
 
+    /// Room for `n` pages in all, so that moves into the value never
+    /// allocate.
+    pub(crate) fn reserve_room(&mut self, n: usize) -> Result {
+        let more = n.saturating_sub(self.pages.len());
+        self.pages.reserve(more, GFP_KERNEL)?;
+        Ok(())
+    }
+
     /// How many pages are held.
     pub(crate) fn len(&self) -> usize {
         self.pages.len()
@@ -66,15 +74,30 @@ impl HeldPages {
     }
 
     /// Allocates `n` pages into the value, which must hold none (the sink
-    /// of a Call assembled away from any request), with `flags`; all or
-    /// none.
-    pub(crate) fn alloc(&mut self, n: usize, flags: kernel::alloc::Flags) -> Result {
+    /// of a Call assembled away from any request), with `flags`, taking
+    /// `spare`'s first (pages a request gave up,
+    /// [`Rqst::install_arg_pages`]); all or none.
+    pub(crate) fn alloc(
+        &mut self,
+        n: usize,
+        spare: &mut HeldPages,
+        flags: kernel::alloc::Flags,
+    ) -> Result {
         if !self.is_empty() {
             return Err(EBUSY);
         }
         self.reply = None;
         self.pages.reserve(n, flags)?;
-        for _ in 0..n {
+        spare.reply = None;
+        while self.pages.len() < n {
+            let Some(page) = spare.pages.pop() else {
+                break;
+            };
+            // INVARIANT: the reference moves with the page. (Cannot fail:
+            // room for `n` was reserved above.)
+            let _ = self.pages.push_within_capacity(page);
+        }
+        for _ in self.pages.len()..n {
             let Ok(page) = kernel::page::Page::alloc_page(flags) else {
                 self.clear();
                 return Err(ENOMEM);
@@ -520,22 +543,32 @@ impl<'a, C> Rqst<'a, C> {
 
     /// Puts `pages` (taken by [`Rqst::take_arg_pages`] from another
     /// request, and filled) at the start of this request's argument
-    /// buffer, releasing the pages they replace, and points the argument
-    /// `xdr_buf` at them. Empties `pages`.
-    pub(crate) fn install_arg_pages(&mut self, pages: &mut HeldPages) -> Result {
+    /// buffer, moving the pages they replace into `spare` as far as its
+    /// room goes (the rest are put), and points the argument `xdr_buf` at
+    /// them. Empties `pages`.
+    pub(crate) fn install_arg_pages(
+        &mut self,
+        pages: &mut HeldPages,
+        spare: &mut HeldPages,
+    ) -> Result {
         let n = pages.pages.len();
         if n == 0 || n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
         let r = self.r_mut();
         pages.reply = None;
-        // INVARIANT: each reference moves from `pages` to its slot.
+        spare.reply = None;
+        // INVARIANT: each reference moves from `pages` to its slot, and the
+        // slot's own to `spare` (within its room) or is put.
         for (i, page) in pages.pages.drain_all().enumerate() {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
             if !slot.is_null() {
-                // SAFETY: the request holds a reference on each of its pages.
-                unsafe { bindings::svcrdma_rs_put_page(*slot) };
+                if let Err(old) = spare.pages.push_within_capacity(*slot) {
+                    // SAFETY: the request holds a reference on each of its
+                    // pages.
+                    unsafe { bindings::svcrdma_rs_put_page(old.0) };
+                }
             }
             *slot = page;
         }

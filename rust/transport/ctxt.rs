@@ -129,6 +129,10 @@ pub(crate) struct CallCtxt {
     pub(crate) reply: MappedPages,
     /// Where the Call's bytes lie in its pages once its Reads complete.
     pub(crate) call_shape: ArgShape,
+    /// Storage for the steps of the Call's assembly
+    /// (`recvfrom::plan`), kept with the context so that no receive
+    /// initializes a fresh array.
+    pub(crate) steps: super::recvfrom::Steps,
     /// Where the Call's Read chunks start, and how many there are: only
     /// for the mutant that corrupts them.
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
@@ -169,6 +173,7 @@ impl CallCtxt {
             args: MappedPages::new(dev)?,
             reply: MappedPages::new(dev)?,
             call_shape: ArgShape::Stream { len: 0 },
+            steps: super::recvfrom::NO_STEPS,
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             read_dst: [0; MAX_READ_CHUNKS],
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]

@@ -21,14 +21,14 @@ use kernel::prelude::*;
 use super::{
     connection::Connection,
     ctxt::CallCtxt,
-    recvfrom::{self, repost, Fill, NO_STEPS},
+    recvfrom::{self, repost, Fill},
     rw,
     sq::post_reads_reserved,
     stats::count,
 };
 use crate::{
     log::pr_warn_ratelimited,
-    proto::{inline::RECV_SIZE, layout::Place},
+    proto::inline::RECV_SIZE,
     rdma::recv::{RecvHandler, RecvSlot},
     sunrpc::PAGE_SIZE,
 };
@@ -80,15 +80,17 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     if !has_read_list(msg) {
         return Some(slot);
     }
-    let mut steps = NO_STEPS;
-    let Ok(plan) = recvfrom::plan(conn, msg, capacity, &mut steps) else {
-        return Some(slot);
-    };
-    if plan.nchunks == 0 {
-        return Some(slot);
-    }
     let Some(mut ctxt) = conn.ctxt_get(false) else {
         return Some(slot);
+    };
+    // Read in place, never moved (it is large).
+    let planned = recvfrom::plan(conn, msg, capacity, &mut ctxt.steps);
+    let plan = match &planned {
+        Ok(plan) if plan.nchunks > 0 => plan,
+        _ => {
+            conn.ctxt_put(ctxt);
+            return Some(slot);
+        }
     };
     // Nothing here may sleep: a completion handler does not wait for
     // memory, slots or MRs (nfsd threads do).
@@ -119,14 +121,16 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     }
     // The Call is this completion's from here on: what fails now closes
     // the connection, as it would in an nfsd thread.
-    let assembled = plan.assemble(&steps, |at, fill| match fill {
-        Fill::Bytes(b) => ctxt.args.write_args(at, b),
-        Fill::Zeros(n) => ctxt.args.zero_args(at, n),
+    let c = &mut *ctxt;
+    let assembled = plan.assemble(&c.steps, |at, fill| match fill {
+        Fill::Bytes(b) => c.args.write_args(at, b),
+        Fill::Zeros(n) => c.args.zero_args(at, n),
     });
-    let (shape, nsteps) = (plan.shape, plan.nsteps);
     count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
+    // The Reads are built from the segments in the received message, then
+    // the buffer goes back.
+    let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, plan, mrs));
     repost(conn, slot);
-    let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, &steps[..nsteps], mrs, shape));
     if let Err(e) = prepared {
         pr_warn_ratelimited!(
             "connection {}: RDMA Read of a Call failed: error {}, closing\n",
@@ -151,24 +155,18 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     None
 }
 
-/// Builds the Read chain of the Call in `ctxt` (its header kept, its
-/// inline part in its pages, `mrs` FRMR entries held), whose assembly
-/// steps are `places`.
+/// Builds the Read chain of the Call `plan` describes in `ctxt` (its
+/// header kept, its inline part in its pages, `mrs` FRMR entries held).
 fn prepare(
     conn: &Connection,
     ctxt: &mut CallCtxt,
-    places: &[Place],
+    plan: &recvfrom::Plan<'_>,
     mrs: usize,
-    shape: crate::proto::layout::ArgShape,
 ) -> Result {
-    let hdr = core::mem::take(&mut ctxt.hdr);
-    let built = recvfrom::read_work(&hdr, places).and_then(|work| {
-        if rw::mrs_needed(conn, &work) != mrs {
-            // The budget's count and the chain's differ: cannot happen.
-            return Err(EINVAL);
-        }
-        rw::prepare_reads_held(conn, ctxt, &work, shape)
-    });
-    ctxt.hdr = hdr;
-    built
+    let chunks = plan.read_chunks();
+    if rw::mrs_needed(conn, &chunks) != mrs {
+        // The budget's count and the chain's differ: cannot happen.
+        return Err(EINVAL);
+    }
+    rw::prepare_reads_held(conn, ctxt, &chunks, plan.shape)
 }

@@ -18,7 +18,7 @@ use kernel::prelude::*;
 
 use super::{
     connection::{Connection, Work},
-    ctxt::{CallCtxt, CallHeader, Rq, LIMITS, MAX_READ_CHUNKS},
+    ctxt::{CallCtxt, Rq, LIMITS, MAX_READ_CHUNKS},
     rw, sendto,
     sq::{post_reads, post_reply},
     stats::count,
@@ -248,6 +248,41 @@ pub(super) struct Plan<'m> {
     pub(super) nchunks: usize,
     /// What its RDMA Reads take of the connection's MRs and send queue.
     pub(super) cost: Cost,
+    /// Per Read chunk the steps place, in their order: which entries of
+    /// the Read list are its segments, and where it goes in the argument
+    /// buffer ([`Plan::read_chunks`]).
+    work: [ChunkWork; MAX_READ_CHUNKS],
+    nwork: usize,
+}
+
+/// One Read chunk of a Call: its segments, entries `first..first + n` of
+/// the Read list, and its destination offset in the argument buffer.
+/// (Indices, not views, keep a [`Plan`] small: it is returned and read in
+/// place, never copied whole.)
+#[derive(Clone, Copy, Default)]
+struct ChunkWork {
+    first: u16,
+    n: u16,
+    dst: u32,
+}
+
+/// Per Read chunk of a Call, in the order its assembly places them: the
+/// chunk's segments and its destination offset in the argument buffer.
+pub(super) type ReadWork<'m> = [Option<(ReadList<'m>, usize)>; MAX_READ_CHUNKS];
+
+impl<'m> Plan<'m> {
+    /// The Call's Read chunks with their destinations ([`ReadWork`]).
+    pub(super) fn read_chunks(&self) -> ReadWork<'m> {
+        let mut out: ReadWork<'m> = [None; MAX_READ_CHUNKS];
+        for (slot, w) in out.iter_mut().zip(&self.work[..self.nwork]) {
+            *slot = self
+                .header
+                .reads
+                .sub(usize::from(w.first), usize::from(w.n))
+                .map(|segs| (segs, w.dst as usize));
+        }
+        out
+    }
 }
 
 /// Why a received message has no [`Plan`].
@@ -303,20 +338,29 @@ pub(super) fn plan<'m>(
         return Err(Unplanned::BackwardReply(header, body));
     }
     let reject = |why: &'static str, counts| Unplanned::Reject { xid, why, counts };
-    // Where each Read chunk goes.
+    // Where each Read chunk goes, and which Read list entries are its
+    // segments (parsed once, here).
     let mut chunks = [ReadChunkRef {
         position: 0,
         length: 0,
     }; MAX_READ_CHUNKS];
+    let mut entries = [(0u16, 0u16); MAX_READ_CHUNKS];
     let mut nchunks = 0usize;
+    let mut seen = 0usize;
     for c in header.reads.chunks() {
-        let slot = chunks
-            .get_mut(nchunks)
-            .ok_or_else(|| reject("too many read chunks", (0, 0)))?;
+        let (Some(slot), Some(at)) = (chunks.get_mut(nchunks), entries.get_mut(nchunks)) else {
+            return Err(reject("too many read chunks", (0, 0)));
+        };
         *slot = ReadChunkRef {
             position: c.position,
             length: c.total,
         };
+        // Within the decoder's limit of Read segments (`LIMITS`).
+        let (Ok(first), Ok(n)) = (u16::try_from(seen), u16::try_from(c.segments.len())) else {
+            return Err(reject("too many read segments", (0, 0)));
+        };
+        *at = (first, n);
+        seen += c.segments.len();
         nchunks += 1;
     }
     // A data item gets pages of its own, past the RPC header, except in a
@@ -336,19 +380,33 @@ pub(super) fn plan<'m>(
     let nsteps = layout.steps;
     // A Call whose Reads need more MRs or send-queue slots than the
     // connection has could never be served: it is answered, not waited on.
-    let mut cost = Cost::default();
-    if let Some(budget) = rw::budget(conn) {
+    let mut work = [ChunkWork::default(); MAX_READ_CHUNKS];
+    let mut nwork = 0usize;
+    if nchunks > 0 {
         for step in &steps[..nsteps] {
             if let Place::Chunk { chunk, dst, .. } = *step {
-                if let Some(c) = header.reads.chunks().nth(chunk) {
-                    let lens = c.segments.iter().map(|s| s.length as usize);
-                    cost = cost.plus(budget.read_cost(dst as usize, lens));
+                if let (Some(&(first, n)), Some(w)) = (entries.get(chunk), work.get_mut(nwork)) {
+                    *w = ChunkWork { first, n, dst };
+                    nwork += 1;
                 }
             }
         }
-        budget
-            .check(cost)
-            .map_err(|over| reject(over.as_str(), over.counts()))?;
+    }
+    let mut cost = Cost::default();
+    if nwork > 0 {
+        if let Some(budget) = rw::budget(conn) {
+            for w in &work[..nwork] {
+                let segs = header
+                    .reads
+                    .sub(usize::from(w.first), usize::from(w.n))
+                    .ok_or_else(|| reject("read chunk outside the read list", (0, 0)))?;
+                let lens = segs.iter().map(|s| s.length as usize);
+                cost = cost.plus(budget.read_cost(w.dst as usize, lens));
+            }
+            budget
+                .check(cost)
+                .map_err(|over| reject(over.as_str(), over.counts()))?;
+        }
     }
     Ok(Plan {
         header,
@@ -357,6 +415,8 @@ pub(super) fn plan<'m>(
         shape: layout.shape,
         nchunks,
         cost,
+        work,
+        nwork,
     })
 }
 
@@ -412,10 +472,12 @@ fn receive(
     count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
     let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
     conn.learn_arg_capacity(capacity);
-    let mut steps = NO_STEPS;
-    let plan = match plan(conn, msg, capacity, &mut steps) {
+    // Read in place, never moved (it is large).
+    let planned = plan(conn, msg, capacity, &mut ctxt.steps);
+    let plan = match &planned {
         Ok(p) => p,
         Err(Unplanned::Decode(e)) => {
+            let e = *e;
             if let DecodeError::PeerError { .. } = e {
                 pr_warn_ratelimited!(
                     "connection {}: the client sent RDMA_ERROR, closing\n",
@@ -443,13 +505,13 @@ fn receive(
         }
         #[cfg(svcrdma_rs_backchannel)]
         Err(Unplanned::BackwardReply(header, body)) => {
-            super::backchannel::receive_reply(conn, &header, body);
+            super::backchannel::receive_reply(conn, header, body);
             repost(conn, slot);
             return Err(NoCall::Dropped);
         }
         #[cfg(not(svcrdma_rs_backchannel))]
-        Err(Unplanned::Never(never, _)) => match never {},
-        Err(Unplanned::Reject { xid, why, counts }) => {
+        Err(Unplanned::Never(never, _)) => match *never {},
+        &Err(Unplanned::Reject { xid, why, counts }) => {
             return reject(conn, ctxt, xid, why, counts, slot)
         }
     };
@@ -459,7 +521,7 @@ fn receive(
         repost(conn, slot);
         return Err(NoCall::Dropped);
     }
-    let assembled = plan.assemble(&steps, |at, fill| match fill {
+    let assembled = plan.assemble(&ctxt.steps, |at, fill| match fill {
         Fill::Bytes(b) => rq.arg_write(at, b),
         Fill::Zeros(n) => rq.arg_zero(at, n),
     });
@@ -467,50 +529,25 @@ fn receive(
         repost(conn, slot);
         return Err(NoCall::Dropped);
     }
-    let (nchunks, shape, nsteps) = (plan.nchunks, plan.shape, plan.nsteps);
+    let shape = plan.shape;
+    if plan.nchunks == 0 {
+        repost(conn, slot);
+        return finish_call(conn, rq, shape).map(Next::Call);
+    }
+    // The Reads are built from the segments in the received message (each
+    // request takes what it needs of them), then the buffer goes back.
+    let prepared = rw::prepare_reads(conn, rq, ctxt, &plan.read_chunks(), shape);
     repost(conn, slot);
-
-    if nchunks > 0 {
-        // The header from our copy (the receive buffer is gone), without
-        // decoding it again. The copy is lent out of the context while the
-        // Reads are prepared (they only touch its chain, mappings and MRs),
-        // and put back whatever they give.
-        let hdr = core::mem::take(&mut ctxt.hdr);
-        let prepared = read_work(&hdr, &steps[..nsteps])
-            .map(|work| rw::prepare_reads(conn, rq, ctxt, &work, shape));
-        ctxt.hdr = hdr;
-        if let Err(e) = prepared? {
-            pr_warn_ratelimited!(
-                "connection {}: RDMA Read of a Call failed: error {}, closing\n",
-                conn.id,
-                e.to_errno()
-            );
-            conn.close();
-            return Err(NoCall::Dropped);
-        }
-        return Ok(Next::Reads);
+    if let Err(e) = prepared {
+        pr_warn_ratelimited!(
+            "connection {}: RDMA Read of a Call failed: error {}, closing\n",
+            conn.id,
+            e.to_errno()
+        );
+        conn.close();
+        return Err(NoCall::Dropped);
     }
-    finish_call(conn, rq, shape).map(Next::Call)
-}
-
-/// Per Read chunk that `steps` place, its segments (in `hdr`, the
-/// context's copy of the Call's transport header) and destination.
-pub(super) fn read_work<'h>(
-    hdr: &'h CallHeader,
-    steps: &[Place],
-) -> Result<[Option<(ReadList<'h>, usize)>; MAX_READ_CHUNKS]> {
-    let header = hdr.get()?;
-    let mut work = [None; MAX_READ_CHUNKS];
-    for (slot, step) in work
-        .iter_mut()
-        .zip(steps.iter().filter(|s| matches!(s, Place::Chunk { .. })))
-    {
-        if let Place::Chunk { chunk, dst, .. } = *step {
-            let c = header.reads.chunks().nth(chunk).ok_or(EINVAL)?;
-            *slot = Some((c.segments, dst as usize));
-        }
-    }
-    Ok(work)
+    Ok(Next::Reads)
 }
 
 /// Answers a Call whose chunks cannot be placed, or need more than the

@@ -245,7 +245,7 @@ where
     }
     // The counters-off build (make bench's rs_nostats) does not even tally.
     if !cfg!(svcrdma_rs_no_stats) {
-        conn.count_posted(&ctxt.chain.tally());
+        conn.count_posted(ctxt.chain.tally());
     }
     // The slots go back with the chain's completion (those set apart for
     // unsignaled chains with its owner's leaving the order).

@@ -94,6 +94,11 @@ impl<'a> ReadList<'a> {
         Self { entries, len }
     }
 
+    /// The entries' bytes.
+    pub(super) fn bytes(&self) -> &'a [u8] {
+        self.entries
+    }
+
     /// Number of Read segments.
     pub fn len(&self) -> usize {
         self.len
@@ -117,6 +122,21 @@ impl<'a> ReadList<'a> {
         ReadChunks {
             r: Reader::new(self.entries),
         }
+    }
+
+    /// Entries `first..first + n` of the list, if it has them.
+    pub fn sub(&self, first: usize, n: usize) -> Option<ReadList<'a>> {
+        let end = first.checked_add(n)?;
+        if end > self.len {
+            return None;
+        }
+        let bytes = self
+            .entries
+            .get(first.checked_mul(READ_ENTRY_LEN)?..end.checked_mul(READ_ENTRY_LEN)?)?;
+        Some(ReadList {
+            entries: bytes,
+            len: n,
+        })
     }
 
     /// The Position Zero Read chunk, if the call has one.
@@ -208,6 +228,11 @@ impl<'a> Chunk<'a> {
         Self { segs, count, total }
     }
 
+    /// The segments' bytes.
+    pub(super) fn bytes(&self) -> &'a [u8] {
+        self.segs
+    }
+
     /// The segments, in order.
     pub fn segments(&self) -> Segments<'a> {
         Segments {
@@ -262,6 +287,11 @@ impl<'a> WriteList<'a> {
     /// A view of `len` validated entries.
     pub(super) fn new(entries: &'a [u8], len: usize) -> Self {
         Self { entries, len }
+    }
+
+    /// The entries' bytes.
+    pub(super) fn bytes(&self) -> &'a [u8] {
+        self.entries
     }
 
     /// Number of Write chunks.

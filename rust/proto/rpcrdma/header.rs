@@ -261,7 +261,9 @@ impl DecodeError {
 }
 
 /// A validated call header: views into the receive buffer it came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Two headers are equal when their parts are, whatever buffers they view.
+#[derive(Clone, Copy, Debug)]
 pub struct Header<'a> {
     /// Transaction ID (the RPC XID).
     pub xid: u32,
@@ -278,9 +280,25 @@ pub struct Header<'a> {
     /// Length of the transport header, bytes: where the RPC message starts
     /// for [`Proc::Msg`].
     pub hdr_len: usize,
-    /// Where the parts above lie in the bytes decoded.
-    shape: Shape,
+    /// The address of the bytes decoded: where the views' offsets count
+    /// from ([`Header::shape`]). Kept instead of the offsets, so that a
+    /// header stays small to move.
+    base: usize,
 }
+
+impl PartialEq for Header<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.xid == other.xid
+            && self.credits == other.credits
+            && self.proc_ == other.proc_
+            && self.reads == other.reads
+            && self.writes == other.writes
+            && self.reply == other.reply
+            && self.hdr_len == other.hdr_len
+    }
+}
+
+impl Eq for Header<'_> {}
 
 /// Where a validated header's parts lie in the bytes it was decoded from:
 /// kept beside a copy of those bytes, it gives the [`Header`] back
@@ -326,7 +344,7 @@ impl Shape {
             writes,
             reply,
             hdr_len: self.hdr_len,
-            shape: *self,
+            base: buf.as_ptr() as usize,
         })
     }
 }
@@ -334,7 +352,24 @@ impl Shape {
 impl Header<'_> {
     /// Where its parts lie in the bytes it was decoded from.
     pub fn shape(&self) -> Shape {
-        self.shape
+        // Each view lies in the bytes decoded (or, for one taken back from
+        // a shape, in the copy), so none starts before `base`.
+        let at = |b: &[u8]| (b.as_ptr() as usize).saturating_sub(self.base);
+        Shape {
+            xid: self.xid,
+            credits: self.credits,
+            proc_: self.proc_,
+            reads: (at(self.reads.bytes()), self.reads.len()),
+            writes: (
+                at(self.writes.bytes()),
+                self.writes.bytes().len(),
+                self.writes.len(),
+            ),
+            reply: self
+                .reply
+                .map(|c| (at(c.bytes()), c.count(), c.total())),
+            hdr_len: self.hdr_len,
+        }
     }
 
     /// The STag to invalidate with Send With Invalidate: `Some(h)` when the
@@ -498,13 +533,8 @@ pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeEr
         RDMA_MSGP | RDMA_DONE => return Err(err(ChunkError::ObsoleteProc)),
         _ => return Err(err(ChunkError::UnknownProc)),
     };
-    let reads_at = r.position();
     let reads = read_list(&mut r, limits).map_err(err)?;
-    let writes_at = r.position();
     let writes = write_list(&mut r, limits).map_err(err)?;
-    // The Write list's entries end before its terminating discriminator.
-    let writes_bytes = r.position().saturating_sub(writes_at).saturating_sub(4);
-    let reply_at = r.position().saturating_add(8);
     let reply = if present(&mut r).map_err(err)? {
         Some(chunk(&mut r, limits).map_err(err)?)
     } else {
@@ -518,16 +548,6 @@ pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeEr
         _ => {}
     }
     let hdr_len = r.position();
-    let shape = Shape {
-        xid,
-        credits,
-        proc_,
-        reads: (reads_at, reads.len()),
-        writes: (writes_at, writes_bytes, writes.len()),
-        // After the Reply chunk's discriminator and segment count.
-        reply: reply.map(|c| (reply_at, c.count(), c.total())),
-        hdr_len,
-    };
     Ok(Header {
         xid,
         credits,
@@ -536,6 +556,6 @@ pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeEr
         writes,
         reply,
         hdr_len,
-        shape,
+        base: buf.as_ptr() as usize,
     })
 }

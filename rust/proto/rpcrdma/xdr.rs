@@ -11,66 +11,66 @@
 pub const UNIT: usize = 4;
 
 /// Reads XDR items front to back from a byte slice.
+///
+/// It keeps the bytes not read yet: each read is one length check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    rest: &'a [u8],
+    /// The whole buffer's length (for [`Reader::position`]).
+    len: usize,
 }
 
 impl<'a> Reader<'a> {
     /// A reader at the start of `buf`.
     #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self {
+            rest: buf,
+            len: buf.len(),
+        }
     }
 
     /// Offset of the next item, bytes from the start of the buffer.
     #[inline]
     pub fn position(&self) -> usize {
-        self.pos
+        self.len - self.rest.len()
     }
 
     /// Bytes left to read.
     #[inline]
     pub fn remaining(&self) -> usize {
-        self.buf.len().saturating_sub(self.pos)
+        self.rest.len()
     }
 
     /// The bytes not read yet.
     #[inline]
     pub fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or(&[])
+        self.rest
     }
 
     /// Takes the next `n` bytes, or `None` (and nothing is consumed) if
     /// fewer are left.
     #[inline]
     pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let b = self.buf.get(self.pos..end)?;
-        self.pos = end;
+        let (b, rest) = self.rest.split_at_checked(n)?;
+        self.rest = rest;
         Some(b)
-    }
-
-    /// Takes the next `N` bytes as an array, consuming nothing on failure.
-    #[inline]
-    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let end = self.pos.checked_add(N)?;
-        let a: [u8; N] = self.buf.get(self.pos..end)?.try_into().ok()?;
-        self.pos = end;
-        Some(a)
     }
 
     /// Reads an unsigned 32-bit integer.
     #[inline]
     pub fn u32(&mut self) -> Option<u32> {
-        self.array().map(u32::from_be_bytes)
+        let (b, rest) = self.rest.split_first_chunk::<4>()?;
+        self.rest = rest;
+        Some(u32::from_be_bytes(*b))
     }
 
     /// Reads an unsigned 64-bit integer (XDR unsigned hyper).
     #[inline]
     pub fn u64(&mut self) -> Option<u64> {
-        self.array().map(u64::from_be_bytes)
+        let (b, rest) = self.rest.split_first_chunk::<8>()?;
+        self.rest = rest;
+        Some(u64::from_be_bytes(*b))
     }
 }
 

@@ -365,9 +365,7 @@ impl Header<'_> {
                 self.writes.bytes().len(),
                 self.writes.len(),
             ),
-            reply: self
-                .reply
-                .map(|c| (at(c.bytes()), c.count(), c.total())),
+            reply: self.reply.map(|c| (at(c.bytes()), c.count(), c.total())),
             hdr_len: self.hdr_len,
         }
     }

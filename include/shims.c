@@ -115,6 +115,27 @@ struct ib_cq *svcrdma_rs_ib_alloc_cq_any(struct ib_device *dev, void *private,
 	return ib_alloc_cq_any(dev, private, nr_cqe, poll_ctx);
 }
 
+struct ib_cq *svcrdma_rs_ib_alloc_cq_notify(struct ib_device *dev, void *private, int nr_cqe,
+					    void (*notify)(struct ib_cq *cq, void *private))
+{
+	struct ib_cq *cq = ib_alloc_cq_any(dev, private, nr_cqe, IB_POLL_WORKQUEUE);
+
+	/* The CQ was armed by ib_alloc_cq; no QP uses it yet. */
+	if (!IS_ERR(cq))
+		cq->comp_handler = notify;
+	return cq;
+}
+
+void svcrdma_rs_cq_defer(struct ib_cq *cq)
+{
+	queue_work(cq->comp_wq, &cq->work);
+}
+
+int svcrdma_rs_cq_arm(struct ib_cq *cq)
+{
+	return ib_req_notify_cq(cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS);
+}
+
 int svcrdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr)
 {
 	return ib_post_recv(qp, wr, NULL);

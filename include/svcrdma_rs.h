@@ -48,6 +48,17 @@ struct ib_pd *svcrdma_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
 void svcrdma_rs_ib_dealloc_pd(struct ib_pd *pd);
 struct ib_cq *svcrdma_rs_ib_alloc_cq_any(struct ib_device *dev, void *private,
 					 int nr_cqe, enum ib_poll_context poll_ctx);
+/*
+ * A CQ polled by its consumer: a completion calls notify(cq, cq_context)
+ * instead of queueing the CQ's work; svcrdma_rs_cq_defer hands it to that
+ * work after all (ib_cq_poll_work polls, calls each done and re-arms), and
+ * svcrdma_rs_cq_arm asks for the next notification (> 0: completions may
+ * have come in meanwhile).
+ */
+struct ib_cq *svcrdma_rs_ib_alloc_cq_notify(struct ib_device *dev, void *private, int nr_cqe,
+					    void (*notify)(struct ib_cq *cq, void *private));
+void svcrdma_rs_cq_defer(struct ib_cq *cq);
+int svcrdma_rs_cq_arm(struct ib_cq *cq);
 int svcrdma_rs_ib_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr);
 int svcrdma_rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			    const struct ib_send_wr **bad_wr);

@@ -434,14 +434,12 @@ pub struct Payload {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegionError;
 
-/// The byte ranges `[start, end)` of a `len`-byte Reply that are not
-/// result payloads (nor their roundup), in order, empty ones left out.
-/// Payloads must be in stream order and inside the Reply.
-pub fn reply_regions<'a>(
-    len: u32,
-    payloads: &'a [Payload],
-) -> Result<impl Iterator<Item = (u32, u32)> + 'a, RegionError> {
+/// Checks that `payloads` (the empty ones aside) are in stream order and
+/// inside a `len`-byte Reply; returns how many of its bytes they cover,
+/// roundups included.
+fn payload_bytes(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
     let mut at: u32 = 0;
+    let mut covered: u32 = 0;
     for p in payloads {
         if p.len == 0 {
             continue;
@@ -450,38 +448,64 @@ pub fn reply_regions<'a>(
         if p.position < at || end > len {
             return Err(RegionError);
         }
-        at = end.saturating_add(xdr_pad(p.len)).min(len);
+        let next = end.saturating_add(xdr_pad(p.len)).min(len);
+        covered += next - p.position;
+        at = next;
     }
-    let mut next = 0usize;
-    let mut cursor: u32 = 0;
-    let mut done = false;
-    Ok(core::iter::from_fn(move || loop {
-        if done {
+    Ok(covered)
+}
+
+/// The byte ranges `[start, end)` of a `len`-byte Reply that are not
+/// result payloads (nor their roundup), in order, empty ones left out.
+/// Payloads must be in stream order and inside the Reply.
+pub fn reply_regions(len: u32, payloads: &[Payload]) -> Result<Regions<'_>, RegionError> {
+    payload_bytes(len, payloads)?;
+    Ok(Regions {
+        payloads: payloads.iter(),
+        cursor: 0,
+        len,
+        done: false,
+    })
+}
+
+/// The ranges of [`reply_regions`].
+#[derive(Clone, Debug)]
+pub struct Regions<'a> {
+    payloads: core::slice::Iter<'a, Payload>,
+    /// Where the next range starts.
+    cursor: u32,
+    len: u32,
+    /// The last range (after every payload) was given.
+    done: bool,
+}
+
+impl Iterator for Regions<'_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        for p in self.payloads.by_ref() {
+            if p.len == 0 {
+                continue;
+            }
+            let region = (self.cursor, p.position);
+            self.cursor = p
+                .position
+                .saturating_add(p.len)
+                .saturating_add(xdr_pad(p.len))
+                .min(self.len);
+            if region.1 > region.0 {
+                return Some(region);
+            }
+        }
+        if self.done {
             return None;
         }
-        let p = payloads.get(next).filter(|p| p.len > 0);
-        match p {
-            Some(p) => {
-                next += 1;
-                let region = (cursor, p.position);
-                cursor = (p.position + p.len).saturating_add(xdr_pad(p.len)).min(len);
-                if region.1 > region.0 {
-                    return Some(region);
-                }
-            }
-            None if next < payloads.len() => next += 1,
-            None => {
-                done = true;
-                if len > cursor {
-                    return Some((cursor, len));
-                }
-                return None;
-            }
-        }
-    }))
+        self.done = true;
+        (self.len > self.cursor).then_some((self.cursor, self.len))
+    }
 }
 
 /// The total length of [`reply_regions`].
 pub fn reply_inline_len(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
-    Ok(reply_regions(len, payloads)?.map(|(s, e)| e - s).sum())
+    Ok(len - payload_bytes(len, payloads)?)
 }

@@ -46,6 +46,54 @@ impl Cq {
         NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
     }
 
+    /// Allocates a CQ of `entries` completions on `dev` that its consumer
+    /// polls ([`Cq::poll`]): a completion calls `notify` with the CQ and
+    /// its context, which either sees to a poll soon or hands the CQ to its
+    /// workqueue ([`Cq::defer`]), which polls it as [`Cq::new`]'s are.
+    ///
+    /// # Safety
+    ///
+    /// `notify` may be called in any context, interrupts off included, from
+    /// the first completion until the CQ is freed.
+    pub(crate) unsafe fn new_notified(
+        dev: &Device<'_>,
+        entries: u32,
+        notify: unsafe extern "C" fn(*mut bindings::ib_cq, *mut c_void),
+    ) -> Result<Self> {
+        let n = i32::try_from(entries).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` is a live device; no private context is used; the
+        // caller vouches for `notify`.
+        let ptr = unsafe {
+            bindings::svcrdma_rs_ib_alloc_cq_notify(dev.as_ptr(), core::ptr::null_mut(), n, Some(notify))
+        };
+        let ptr = kernel::error::from_err_ptr(ptr)?;
+        // INVARIANT: allocated above, now owned.
+        NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
+    /// Handles up to `budget` completions here (their callbacks run in the
+    /// caller); returns how many. Another poll or the CQ's work may run at
+    /// the same time: each completion is handled once.
+    pub(crate) fn poll(&self, budget: i32) -> i32 {
+        // SAFETY: the CQ is live (invariant); direct processing polls with
+        // a batch on the caller's stack.
+        unsafe { bindings::ib_process_cq_direct(self.as_ptr(), budget) }
+    }
+
+    /// Asks for the next completion's notification; `true` if completions
+    /// may have come in since the last poll (poll again).
+    pub(crate) fn arm(&self) -> bool {
+        // SAFETY: the CQ is live (invariant).
+        unsafe { bindings::svcrdma_rs_cq_arm(self.as_ptr()) > 0 }
+    }
+
+    /// Hands the CQ to its workqueue, which polls it, runs the callbacks
+    /// and re-arms it (any context).
+    pub(crate) fn defer(&self) {
+        // SAFETY: the CQ is live (invariant), allocated with a workqueue.
+        unsafe { bindings::svcrdma_rs_cq_defer(self.as_ptr()) };
+    }
+
     /// The C object.
     pub(crate) fn as_ptr(&self) -> *mut bindings::ib_cq {
         self.ptr.as_ptr()

@@ -140,6 +140,26 @@ impl<H: EndpointOwner> Endpoint<H> {
         self.recv.message(slot)
     }
 
+    /// Handles up to `budget` of the receive CQ's completions in the
+    /// calling thread (each buffer's [`RecvHandler`] callback); returns how
+    /// many.
+    pub(crate) fn poll_receives(&self, budget: i32) -> i32 {
+        self._recv_cq.poll(budget)
+    }
+
+    /// Asks for the receive CQ's next notification
+    /// ([`RecvHandler::receives_ready`]); `true` if completions may have
+    /// come in since the last poll.
+    pub(crate) fn arm_receives(&self) -> bool {
+        self._recv_cq.arm()
+    }
+
+    /// Hands the receive CQ to its work item, which polls it and re-arms it
+    /// (after the owner stopped polling: its teardown).
+    pub(crate) fn defer_receives(&self) {
+        self._recv_cq.defer();
+    }
+
     /// Moves the QP to the error state ([`Qp::to_error`]).
     pub(crate) fn to_error(&self) {
         self.qp.to_error();
@@ -187,6 +207,38 @@ impl<H: EndpointOwner> Endpoint<H> {
             anchor: self.qp.handler(),
             _owner: PhantomData,
         })
+    }
+}
+
+/// A receive CQ for an endpoint of `H`s: each completion asks the owner
+/// ([`RecvHandler::receives_ready`]) whether it polls the CQ itself, and
+/// hands the CQ to its work item if not.
+pub(crate) fn recv_cq<H: EndpointOwner>(dev: &super::Device<'_>, entries: u32) -> Result<Cq> {
+    // SAFETY: `recv_notify` runs in any context (it only borrows the owner
+    // and calls its `receives_ready`, which allows that).
+    unsafe { Cq::new_notified(dev, entries, recv_notify::<H>) }
+}
+
+/// The notification of a receive CQ made by [`recv_cq`].
+///
+/// # Safety
+///
+/// Called by the CQ only, once it is an endpoint's receive CQ (its context
+/// is then the counted anchor of the endpoint's `H`, which the QP holds
+/// until it is destroyed, after its last completion).
+unsafe extern "C" fn recv_notify<H: EndpointOwner>(cq: *mut bindings::ib_cq, context: *mut c_void) {
+    if context.is_null() {
+        // Before the endpoint set its context: no QP yet, no completion.
+        // SAFETY: the CQ is live for the call.
+        unsafe { bindings::svcrdma_rs_cq_defer(cq) };
+        return;
+    }
+    // SAFETY: a counted anchor of an `H` while a completion can come
+    // (contract).
+    let owner = unsafe { AnchorRef::<H>::borrow_raw(context.cast::<Anchor>()) };
+    if !owner.get_ref().receives_ready() {
+        // SAFETY: the CQ is live for the call, and has its work item.
+        unsafe { bindings::svcrdma_rs_cq_defer(cq) };
     }
 }
 

@@ -464,6 +464,10 @@ struct Order<T> {
     used: usize,
     /// How many may wait (0: every chain is signaled).
     cap: usize,
+    /// A chain was posted signaled to release the waiting owners before
+    /// the ring fills ([`SendOrder::reserve_unsignaled`]); cleared when a
+    /// completion releases them.
+    flushing: bool,
     /// The endpoint the waiting owners' chains were posted on, and its
     /// owner's anchor (what its completions carry).
     ep: usize,
@@ -509,6 +513,7 @@ impl<T: ChainErrors> SendOrder<T> {
                 len: 0,
                 used: 0,
                 cap: 0,
+                flushing: false,
                 ep: 0,
                 anchor: 0,
             }),
@@ -526,6 +531,14 @@ impl<T: ChainErrors> SendOrder<T> {
     pub(crate) fn reserve_unsignaled(&self) -> Option<Unsignaled<'_, T>> {
         let mut o = self.inner.lock();
         if o.used >= o.cap {
+            return None;
+        }
+        // Half full: this chain goes signaled, so that its completion
+        // releases the ring while the other half takes the chains posted
+        // until it is handled (when the ring filled first, every chain
+        // posted meanwhile went signaled: most of them, under load).
+        if o.used >= o.cap / 2 && !o.flushing {
+            o.flushing = true;
             return None;
         }
         o.used += 1;
@@ -597,6 +610,9 @@ impl<T: ChainErrors> SendOrder<T> {
             let mut o = self.inner.lock();
             // Only a completion on the waiting owners' endpoint says anything
             // about them.
+            if o.anchor == done.anchor {
+                o.flushing = false;
+            }
             while o.len > 0 && o.anchor == done.anchor {
                 let head = o.head;
                 match o.ring[head] {

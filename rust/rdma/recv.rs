@@ -28,11 +28,19 @@ use super::{
 };
 use crate::bindings;
 
-/// What the owner of a [`RecvRing`] does with its completions. They run in
-/// the receive CQ's work item.
+/// What the owner of a [`RecvRing`] does with its completions. They run
+/// where the receive CQ is polled: in the thread the owner polls it from
+/// ([`super::endpoint::Endpoint::poll_receives`]), or in the CQ's work item.
 pub(crate) trait RecvHandler: Sync + Sized {
     /// Bytes of each receive buffer.
     const BUF_SIZE: u32;
+
+    /// A receive completed and the receive CQ asks for a poll: returns
+    /// whether the owner sees to one soon
+    /// ([`super::endpoint::Endpoint::poll_receives`]); if not, the CQ's
+    /// work item polls. Any context, interrupts off included: no sleeping,
+    /// no lock an interrupt may not take.
+    fn receives_ready(&self) -> bool;
 
     /// A receive completed: `slot` holds its message until it is reposted.
     fn received(&self, slot: RecvSlot);

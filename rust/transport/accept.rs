@@ -33,7 +33,9 @@ use crate::{
         inline::{server_private, Depths},
         memreg::{decide, Model},
     },
-    rdma::{cm::ConnRequest, dma::DmaDev, owned::UNSIGNALED_MAX, qp::QpCaps, Cq, Pd},
+    rdma::{
+        cm::ConnRequest, dma::DmaDev, endpoint::recv_cq, owned::UNSIGNALED_MAX, qp::QpCaps, Cq, Pd,
+    },
     sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
 };
@@ -430,7 +432,8 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     let model = p.attrs().model;
     let pd = Pd::new(&dev, model.exposes_all_memory())?;
     let send_cq = Cq::new(&dev, depths.send_wr)?;
-    let recv_cq = Cq::new(&dev, depths.recv_wr)?;
+    // Polled by the nfsd threads the transport wakes (`recvfrom`).
+    let recv_cq = recv_cq::<Connection>(&dev, depths.recv_wr)?;
     let frmrs = match model {
         Model::Frmr { .. } => Some(FrmrPool::new(
             DmaDev::new(&dev)?,

@@ -16,15 +16,17 @@ use kernel::{
     prelude::*,
     sync::{
         atomic::{
-            ordering::{Full, Relaxed},
+            ordering::{Acquire, Full, Relaxed, Release},
             Atomic,
         },
+        barrier::smp_mb,
         Arc, SetOnce, SpinLock,
     },
 };
 
 use super::{
     ctxt::{CallCtxt, CtxtPool},
+    fifo::Fifo,
     frmr::{FrmrPool, MrFree},
     registry::{ConnAttrs, ConnView, Registry},
     sq_slots::SendQueue,
@@ -130,6 +132,12 @@ pub(crate) struct Connection {
     /// [`Ready::established`], for reading without the lock
     /// ([`Connection::receives_directly`]).
     established_now: Atomic<bool>,
+    /// The receive CQ notified completions that no nfsd thread has polled
+    /// yet ([`Connection::receives_ready`]); `XPT_DATA` stays set meanwhile.
+    recv_pending: Atomic<bool>,
+    /// An nfsd thread is polling the receive CQ
+    /// ([`Connection::poll_receives`]).
+    recv_polling: Atomic<bool>,
     /// Bytes of nfsd's argument buffers, 0 until an nfsd thread received
     /// on the connection ([`Connection::learn_arg_capacity`]).
     arg_capacity: Atomic<u32>,
@@ -189,11 +197,11 @@ impl Drop for InRecv<'_> {
 struct Ready {
     /// Received buffers, oldest first. Capacity for every buffer is
     /// reserved up front, so the completion path never allocates.
-    queue: KVec<RecvSlot>,
+    queue: Fifo<RecvSlot>,
     /// Calls whose RDMA Reads completed, oldest first, waiting for a thread
     /// to pick them up. Capacity for every context is reserved when the
     /// pools are made ([`Connection::init_pools`]).
-    reads: KVec<KBox<CallCtxt>>,
+    reads: Fifo<KBox<CallCtxt>>,
     /// The CM reported the connection established.
     established: bool,
 }
@@ -238,8 +246,8 @@ impl Connection {
             mr_free <- MrFree::empty(),
             order <- SendOrder::new(),
             ready <- new_spinlock!(Ready {
-                queue: KVec::with_capacity(recv_buffers, GFP_KERNEL)?,
-                reads: KVec::new(),
+                queue: Fifo::with_capacity(recv_buffers)?,
+                reads: Fifo::new(),
                 established: false,
             }),
             released <- new_spinlock!(Released {
@@ -251,6 +259,8 @@ impl Connection {
             in_recv: Atomic::new(0),
             recv_posted: Atomic::new(0),
             established_now: Atomic::new(false),
+            recv_pending: Atomic::new(false),
+            recv_polling: Atomic::new(false),
             arg_capacity: Atomic::new(0),
             sysfs: SetOnce::new(),
             stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
@@ -418,6 +428,53 @@ impl Connection {
         Some(self.arg_capacity.load(Relaxed)).filter(|&b| b != 0)
     }
 
+    /// The receive CQ has completions (any context): an nfsd thread polls
+    /// it ([`Connection::poll_receives`]) once the connection is
+    /// established and until it is being freed; before and after, its work
+    /// item does (`false`).
+    ///
+    /// The C transport, and this one before, handled every receive in a
+    /// work item, which then woke an nfsd thread: two dispatches per Call.
+    /// Here the thread that takes the Call handles its completion.
+    pub(crate) fn receives_ready(&self) -> bool {
+        if self.dying.load(Relaxed) || !self.established_now.load(Relaxed) {
+            return false;
+        }
+        // Before `XPT_DATA`: a thread that clears it looks at this after
+        // (`next_work`), each across a full barrier.
+        self.recv_pending.store(true, Relaxed);
+        smp_mb(Full);
+        self.xprt.set_flag(Flag::Data);
+        self.xprt.enqueue();
+        true
+    }
+
+    /// Most receive completions one poll handles before re-arming.
+    const RECV_POLL_BUDGET: i32 = 16;
+
+    /// Handles the receive completions the CQ notified
+    /// ([`Connection::receives_ready`]), in the calling nfsd thread, unless
+    /// another thread is at it; re-arms the CQ once it is empty.
+    pub(crate) fn poll_receives(&self) {
+        if !self.recv_pending.load(Acquire) || self.recv_polling.xchg(true, Acquire) {
+            return;
+        }
+        let Some(res) = self.res() else {
+            self.recv_polling.store(false, Release);
+            return;
+        };
+        loop {
+            self.recv_pending.store(false, Relaxed);
+            while res.ep.poll_receives(Self::RECV_POLL_BUDGET) == Self::RECV_POLL_BUDGET {}
+            // Completions that came in after the last poll are reported
+            // here (and none notifies): poll again.
+            if !res.ep.arm_receives() {
+                break;
+            }
+        }
+        self.recv_polling.store(false, Release);
+    }
+
     /// A receive completed: queue it for nfsd.
     pub(crate) fn received(&self, slot: RecvSlot) {
         let established = {
@@ -431,7 +488,9 @@ impl Connection {
             self.xprt.set_flag(Flag::Data);
             r.established
         };
-        if established && !self.dying.load(Relaxed) {
+        // A thread polling in `xpo_recvfrom` takes the queue's head itself,
+        // and `svc_xprt_received` calls in another thread for the rest.
+        if established && !self.dying.load(Relaxed) && !self.recv_polling.load(Relaxed) {
             self.xprt.enqueue();
         }
     }
@@ -449,7 +508,7 @@ impl Connection {
             if cfg!(svcrdma_mutant = "lost_first_call") {
                 return;
             }
-            if r.has_work() {
+            if r.has_work() || self.recv_pending.load(Acquire) {
                 self.xprt.set_flag(Flag::Data);
             }
         }
@@ -569,7 +628,7 @@ impl Connection {
         self.order.set_capacity(unsignaled);
         // Room for every context in the queue of finished Reads, so the
         // completion path never allocates.
-        let reads = KVec::with_capacity(max_ctxts, GFP_KERNEL)?;
+        let reads = Fifo::with_capacity(max_ctxts)?;
         self.ready.lock().reads = reads;
         self.ctxts.fill(dev, ctxts, max_ctxts)?;
         self.mr_free.reserve(mrs)
@@ -678,7 +737,7 @@ impl Connection {
                 drop(r);
                 // Cannot happen: room for every context. Treat as fatal.
                 self.fatal();
-                self.ctxt_put(ctxt.0);
+                self.ctxt_put(ctxt);
                 return;
             }
             self.xprt.set_flag(Flag::Data);
@@ -694,15 +753,18 @@ impl Connection {
     /// nothing is left.
     pub(crate) fn next_work(&self) -> Option<Work> {
         let mut r = self.ready.lock();
-        let next = if !r.reads.is_empty() {
-            r.reads.remove(0).ok().map(Work::ReadsDone)
-        } else if !r.queue.is_empty() {
-            r.queue.remove(0).ok().map(Work::Received)
-        } else {
-            None
+        let next = match r.reads.pop_front() {
+            Some(ctxt) => Some(Work::ReadsDone(ctxt)),
+            None => r.queue.pop_front().map(Work::Received),
         };
         if !r.has_work() {
             self.xprt.clear_flag(Flag::Data);
+            // A notification between our look at the queue and the clear
+            // set it first (`receives_ready`): keep it.
+            smp_mb(Full);
+            if self.recv_pending.load(Relaxed) {
+                self.xprt.set_flag(Flag::Data);
+            }
         }
         next
     }
@@ -717,6 +779,10 @@ impl Connection {
         // Completions flushed by the drain must leave sunrpc alone.
         conn.dying.store(true, Relaxed);
         if let Some(r) = conn.res() {
+            // No nfsd thread polls the receive CQ any more: its work item
+            // does, the drain's completion included (and whatever a
+            // notification left unpolled).
+            r.ep.defer_receives();
             // No CM event reaches the connection from here on (this waits
             // for a running handler).
             r.ep.id().silence();
@@ -745,8 +811,8 @@ impl Connection {
         }
         // Calls whose Reads finished and that no thread picked up: their
         // contexts (and argument pages) go back while the pool exists.
-        let reads = core::mem::take(&mut conn.ready.lock().reads);
-        for ctxt in reads {
+        let mut reads = core::mem::replace(&mut conn.ready.lock().reads, Fifo::new());
+        while let Some(ctxt) = reads.pop_front() {
             conn.ctxt_put(ctxt);
         }
         // Its counts go to its device's totals.

@@ -36,6 +36,10 @@ use crate::{
 impl RecvHandler for Connection {
     const BUF_SIZE: u32 = RECV_SIZE;
 
+    fn receives_ready(&self) -> bool {
+        Connection::receives_ready(self)
+    }
+
     fn received(&self, slot: RecvSlot) {
         self.receive_completed();
         if let Some(slot) = reads_at_once(self, slot) {

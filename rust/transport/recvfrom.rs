@@ -43,6 +43,9 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
     // Counted before other threads are let in (`Connection::recv_cap`).
     let _in_recv = conn.enter_recv();
+    // The receive completions this thread was woken for, if nobody else
+    // handles them.
+    conn.poll_receives();
     let next = conn.next_work();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();

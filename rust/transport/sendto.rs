@@ -232,7 +232,14 @@ fn compose(
     // could never be posted: the client gets ERR_CHUNK (the chunks it gave
     // cannot be used), not a closed connection it would resend into.
     let wrs = chain.len().saturating_add(1);
-    let (total, how) = match rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs })) {
+    // (Within the slots, the budget has nothing else to refuse: a Reply
+    // takes no MRs.)
+    let over = if wrs > conn.sq_slots() as usize {
+        rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs }))
+    } else {
+        None
+    };
+    let (total, how) = match over {
         Some(Err(over)) => {
             pr_warn_ratelimited!(
                 "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",

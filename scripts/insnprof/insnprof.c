@@ -3,7 +3,9 @@
  * address (kernel addresses; user space summed as one), for a window the
  * guest opens and closes through a control file on the host:
  *   "reset"      zero every count
- *   "dump PATH"  write "addr count" lines (hex addr, decimal instructions)
+ *   "dump PATH"  write "addr insns execs" lines (hex address; instructions
+ *                executed in blocks starting there, and how many times
+ *                such a block ran)
  * The plugin empties the control file once it has acted.
  * Args: ctl=PATH
  */
@@ -17,7 +19,7 @@
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 #define SLOTS (1u << 21)
-struct ent { uint64_t addr; uint64_t insns; };
+struct ent { uint64_t addr; uint64_t insns; uint64_t execs; };
 static struct ent *tab;
 static uint64_t user_insns;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,15 +42,16 @@ static void trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t a = qemu_plugin_tb_vaddr(tb);
 	size_t n = qemu_plugin_tb_n_insns(tb);
-	void *p;
 	if (a >= 0xffff800000000000ull) {
+		struct ent *e;
 		pthread_mutex_lock(&lock);
-		p = &slot(a)->insns;
+		e = slot(a);
 		pthread_mutex_unlock(&lock);
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &e->insns, n);
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &e->execs, 1);
 	} else {
-		p = &user_insns;
+		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &user_insns, n);
 	}
-	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, p, n);
 }
 
 static void *watch(void *arg)
@@ -70,7 +73,7 @@ static void *watch(void *arg)
 		if (!strcmp(buf, "reset")) {
 			pthread_mutex_lock(&lock);
 			for (uint32_t i = 0; i < SLOTS; i++)
-				tab[i].insns = 0;
+				tab[i].insns = tab[i].execs = 0;
 			user_insns = 0;
 			pthread_mutex_unlock(&lock);
 		} else if (!strncmp(buf, "dump ", 5)) {
@@ -80,8 +83,9 @@ static void *watch(void *arg)
 				fprintf(o, "user %llu\n", (unsigned long long)user_insns);
 				for (uint32_t i = 0; i < SLOTS; i++)
 					if (tab[i].addr && tab[i].insns)
-						fprintf(o, "%llx %llu\n", (unsigned long long)tab[i].addr,
-							(unsigned long long)tab[i].insns);
+						fprintf(o, "%llx %llu %llu\n", (unsigned long long)tab[i].addr,
+							(unsigned long long)tab[i].insns,
+							(unsigned long long)tab[i].execs);
 				pthread_mutex_unlock(&lock);
 				fclose(o);
 			}

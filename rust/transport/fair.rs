@@ -24,7 +24,10 @@ use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{ordering::Relaxed, Atomic},
+        atomic::{
+            ordering::{Full, Relaxed},
+            Atomic,
+        },
         CondVar, SpinLockIrq,
     },
 };
@@ -91,10 +94,13 @@ impl<S: Unpin> FairPool<S> {
                 return Ok(r);
             }
         }
-        on_wait();
         let ticket = g.next;
         g.next = g.next.wrapping_add(1);
-        self.waiters.fetch_add(1, Relaxed);
+        // Counted before `on_wait` looks at anything, across a full barrier
+        // (the connection's completions check `waiting` the other way
+        // round: `Connection::sends_ready`).
+        self.waiters.fetch_add(1, Full);
+        on_wait();
         let got = loop {
             if g.closed || closing() {
                 break None;

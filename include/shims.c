@@ -109,6 +109,12 @@ void svcrdma_rs_ib_dealloc_pd(struct ib_pd *pd)
 	ib_dealloc_pd(pd);
 }
 
+struct ib_cq *svcrdma_rs_ib_alloc_cq_any(struct ib_device *dev, void *private,
+					 int nr_cqe, enum ib_poll_context poll_ctx)
+{
+	return ib_alloc_cq_any(dev, private, nr_cqe, poll_ctx);
+}
+
 struct ib_cq *svcrdma_rs_ib_alloc_cq_notify(struct ib_device *dev, void *private, int nr_cqe,
 					    void (*notify)(struct ib_cq *cq, void *private))
 {

@@ -46,6 +46,8 @@ bool svcrdma_rs_rdma_cap_read_inv(struct ib_device *dev, u32 port);
 bool svcrdma_rs_ib_device_try_get(struct ib_device *dev);
 struct ib_pd *svcrdma_rs_ib_alloc_pd(struct ib_device *dev, unsigned int flags);
 void svcrdma_rs_ib_dealloc_pd(struct ib_pd *pd);
+struct ib_cq *svcrdma_rs_ib_alloc_cq_any(struct ib_device *dev, void *private,
+					 int nr_cqe, enum ib_poll_context poll_ctx);
 /*
  * A CQ polled by its consumer: a completion calls notify(cq, cq_context)
  * instead of queueing the CQ's work; svcrdma_rs_cq_defer hands it to that

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Completion queues (`struct ib_cq`), polled by their consumer, or by
-//! their workqueue when it hands them over.
+//! Completion queues (`struct ib_cq`), polled from a workqueue.
 //!
 //! Each work request carries an `ib_cqe` whose `done` callback the CQ calls
 //! with the completion; the callback finds its context from the `ib_cqe`.
@@ -28,11 +27,29 @@ unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
 
 impl Cq {
+    /// Allocates a CQ of `entries` completions on `dev`, polled in a
+    /// workqueue (completion callbacks may sleep briefly and take mutexes
+    /// no interrupt handler takes).
+    pub(crate) fn new(dev: &Device<'_>, entries: u32) -> Result<Self> {
+        let n = i32::try_from(entries).map_err(|_| EINVAL)?;
+        // SAFETY: `dev` is a live device; no private context is used.
+        let ptr = unsafe {
+            bindings::svcrdma_rs_ib_alloc_cq_any(
+                dev.as_ptr(),
+                core::ptr::null_mut(),
+                n,
+                bindings::IB_POLL_WORKQUEUE,
+            )
+        };
+        let ptr = kernel::error::from_err_ptr(ptr)?;
+        // INVARIANT: allocated above, now owned.
+        NonNull::new(ptr).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
     /// Allocates a CQ of `entries` completions on `dev` that its consumer
     /// polls ([`Cq::poll`]): a completion calls `notify` with the CQ and
     /// its context, which either sees to a poll soon or hands the CQ to its
-    /// workqueue ([`Cq::defer`]), which polls it (`ib_cq_poll_work`) and
-    /// re-arms it.
+    /// workqueue ([`Cq::defer`]), which polls it as [`Cq::new`]'s are.
     ///
     /// # Safety
     ///
@@ -47,12 +64,7 @@ impl Cq {
         // SAFETY: `dev` is a live device; no private context is used; the
         // caller vouches for `notify`.
         let ptr = unsafe {
-            bindings::svcrdma_rs_ib_alloc_cq_notify(
-                dev.as_ptr(),
-                core::ptr::null_mut(),
-                n,
-                Some(notify),
-            )
+            bindings::svcrdma_rs_ib_alloc_cq_notify(dev.as_ptr(), core::ptr::null_mut(), n, Some(notify))
         };
         let ptr = kernel::error::from_err_ptr(ptr)?;
         // INVARIANT: allocated above, now owned.

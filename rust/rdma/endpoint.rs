@@ -12,7 +12,7 @@
 //! drops the ring, the CQs, the PD and, last, the id, which keeps the
 //! device.
 
-use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
+use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::prelude::*;
 
@@ -31,27 +31,9 @@ use crate::{
 /// What owns an [`Endpoint`]: it receives the QP's events and the ring's
 /// completions, and is handed to the completions of chains posted on it
 /// ([`super::owned::SendOrder::post`]).
-pub(crate) trait EndpointOwner: QpEventHandler + RecvHandler + SendHandler {}
+pub(crate) trait EndpointOwner: QpEventHandler + RecvHandler {}
 
-impl<T: QpEventHandler + RecvHandler + SendHandler> EndpointOwner for T {}
-
-/// The owner of an endpoint whose send CQ it polls itself
-/// ([`Endpoint::poll_sends`]), one thread at a time: send-queue completions
-/// must be handled in the order they come (an unsignaled request's
-/// failure before the later completion that releases its owner).
-pub(crate) trait SendHandler {
-    /// A send-queue request completed and the send CQ asks for a poll,
-    /// which the owner must see to (in any context, interrupts off
-    /// included: no sleeping, no lock an interrupt may not take).
-    fn sends_ready(self: Pin<&Self>);
-
-    /// An unsignaled request of a chain posted on the endpoint failed or
-    /// was flushed (`status`, `vendor_err`), or a post failed partway
-    /// (a flush status); the chain's own completion, if it has one, comes
-    /// with an error status too (the QP is in the error state). Runs where
-    /// the send CQ is polled, or in the posting thread.
-    fn request_failed(&self, status: u32, vendor_err: u32);
-}
+impl<T: QpEventHandler + RecvHandler> EndpointOwner for T {}
 
 /// A connection's CM id, PD, CQs, QP and receive ring (see the module
 /// documentation).
@@ -74,10 +56,6 @@ pub(crate) struct Endpoint<H: EndpointOwner> {
     dma: DmaDev,
     /// What the device made of the QP's sizes.
     caps: QpCaps,
-    /// The completion entry of every unsignaled send-queue request
-    /// ([`SendHandler::request_failed`]), in a box of its own: the device
-    /// holds its address, which moving the endpoint must not change.
-    err_cqe: KBox<ErrCqe>,
     /// Last: the QP is destroyed on it, and it keeps the device.
     id: CmId,
 }
@@ -112,16 +90,9 @@ impl<H: EndpointOwner> Endpoint<H> {
         // the QP, which its drop destroys first.
         // SAFETY: so they outlive the QP.
         let (qp, caps) = unsafe { Qp::new(&id, &pd, &send_cq, &recv_cq, caps, owner) }?;
-        let err_cqe = KBox::new(
-            ErrCqe(UnsafeCell::new(bindings::ib_cqe {
-                done: Some(request_failed::<H>),
-            })),
-            GFP_KERNEL,
-        )?;
         // INVARIANT: the QP was made just above on these objects, counting
         // `owner`, whose anchor the CQs carry; the CQs were new.
         Ok(Self {
-            err_cqe,
             qp,
             recv,
             _send_cq: send_cq,
@@ -189,25 +160,6 @@ impl<H: EndpointOwner> Endpoint<H> {
         self._recv_cq.defer();
     }
 
-    /// Handles up to `budget` of the send CQ's completions in the calling
-    /// thread (the chains' owners' callbacks); returns how many. The caller
-    /// is the only one polling it ([`SendHandler`]).
-    pub(crate) fn poll_sends(&self, budget: i32) -> i32 {
-        self._send_cq.poll(budget)
-    }
-
-    /// Hands the send CQ to its work item, which polls it and re-arms it.
-    pub(crate) fn defer_sends(&self) {
-        self._send_cq.defer();
-    }
-
-    /// Asks for the send CQ's next notification
-    /// ([`SendHandler::sends_ready`]); `true` if completions may have come
-    /// in since the last poll.
-    pub(crate) fn arm_sends(&self) -> bool {
-        self._send_cq.arm()
-    }
-
     /// Moves the QP to the error state ([`Qp::to_error`]).
     pub(crate) fn to_error(&self) {
         self.qp.to_error();
@@ -253,7 +205,6 @@ impl<H: EndpointOwner> Endpoint<H> {
         Some(EndpointPosting {
             posting: self.qp.posting()?,
             anchor: self.qp.handler(),
-            err_cqe: self.err_cqe.0.get(),
             _owner: PhantomData,
         })
     }
@@ -266,59 +217,6 @@ pub(crate) fn recv_cq<H: EndpointOwner>(dev: &super::Device<'_>, entries: u32) -
     // SAFETY: `recv_notify` runs in any context (it only borrows the owner
     // and calls its `receives_ready`, which allows that).
     unsafe { Cq::new_notified(dev, entries, recv_notify::<H>) }
-}
-
-/// An endpoint's completion entry for unsignaled requests.
-struct ErrCqe(UnsafeCell<bindings::ib_cqe>);
-
-// SAFETY: written once, when made; the device and the CQ only read it.
-unsafe impl Sync for ErrCqe {}
-// SAFETY: as above.
-unsafe impl Send for ErrCqe {}
-
-/// An unsignaled request of an endpoint of `H`s failed or was flushed.
-///
-/// # Safety
-///
-/// Called by the send CQ only, for a request carrying an endpoint's
-/// `err_cqe` (the endpoint's and its QP's CQ context: the counted anchor of
-/// its `H`, held for the call).
-unsafe extern "C" fn request_failed<H: EndpointOwner>(
-    cq: *mut bindings::ib_cq,
-    wc: *mut bindings::ib_wc,
-) {
-    // SAFETY: the CQ passes a valid completion for the call's duration.
-    let wc = unsafe { &*wc };
-    // SAFETY: the send CQ's context is the counted anchor of an `H` while
-    // its QP lives, which it does while one of its requests completes.
-    let owner = unsafe { AnchorRef::<H>::borrow_raw(Cq::context_of(cq).cast::<Anchor>()) };
-    owner.get_ref().request_failed(wc.status, wc.vendor_err);
-}
-
-/// A send CQ for an endpoint of `H`s: each completion tells the owner
-/// ([`SendHandler::sends_ready`]), which polls it.
-pub(crate) fn send_cq<H: EndpointOwner>(dev: &super::Device<'_>, entries: u32) -> Result<Cq> {
-    // SAFETY: `send_notify` runs in any context (it only borrows the owner
-    // and calls its `sends_ready`, which allows that).
-    unsafe { Cq::new_notified(dev, entries, send_notify::<H>) }
-}
-
-/// The notification of a send CQ made by [`send_cq`].
-///
-/// # Safety
-///
-/// As [`recv_notify`]'s, for an endpoint's send CQ.
-unsafe extern "C" fn send_notify<H: EndpointOwner>(cq: *mut bindings::ib_cq, context: *mut c_void) {
-    if context.is_null() {
-        // Before the endpoint set its context: no QP yet, no completion.
-        // SAFETY: the CQ is live for the call.
-        unsafe { bindings::svcrdma_rs_cq_defer(cq) };
-        return;
-    }
-    // SAFETY: a counted anchor of an `H` while a completion can come
-    // (contract).
-    let owner = unsafe { AnchorRef::<H>::borrow_raw(context.cast::<Anchor>()) };
-    owner.sends_ready();
 }
 
 /// The notification of a receive CQ made by [`recv_cq`].
@@ -358,18 +256,10 @@ pub(super) struct EndpointPosting<'a, H: EndpointOwner> {
     posting: Posting<'a>,
     /// The QP's counted anchor, of an `H`.
     anchor: NonNull<Anchor>,
-    /// The endpoint's entry for unsignaled requests.
-    err_cqe: *mut bindings::ib_cqe,
     _owner: PhantomData<&'a H>,
 }
 
 impl<H: EndpointOwner> EndpointPosting<'_, H> {
-    /// The completion entry for unsignaled requests: the endpoint's, which
-    /// lives as long as the QP (it is dropped after it).
-    pub(super) fn err_cqe(&self) -> *mut bindings::ib_cqe {
-        self.err_cqe
-    }
-
     /// The C object, to post on.
     pub(super) fn as_ptr(&self) -> *mut bindings::ib_qp {
         self.posting.as_ptr()

@@ -7,9 +7,8 @@
 //! A chain is linked with only its last request signaled (`Chain::link`):
 //! send-queue requests complete in order, so that completion says the
 //! device is done with the whole chain. The unsignaled ones complete only
-//! if they fail or are flushed, always before the last; they report to the
-//! endpoint's owner, not the chain's (whose completion another thread may
-//! be handling already). The completion queue finds the owner from the
+//! if they fail or are flushed, always before the last; their handler sees
+//! the owner borrowed. The completion queue finds the owner from the
 //! address of a [`Cqe`] embedded in it, as the workqueue finds a work
 //! item's owner from its `work_struct` (`impl_chain_owner!` says where).
 //!
@@ -23,7 +22,7 @@ use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 use kernel::{prelude::*, sync::SpinLock};
 
 use super::{
-    endpoint::{Endpoint, EndpointOwner, EndpointPosting, SendHandler},
+    endpoint::{Endpoint, EndpointOwner, EndpointPosting},
     wr::Chain,
     Cq,
 };
@@ -32,14 +31,24 @@ use crate::{
     bindings,
 };
 
-/// A type whose chains are posted on endpoints of [`ChainErrors::Owner`];
-/// their unsignaled requests' failures go to that owner
-/// ([`super::endpoint::SendHandler::request_failed`]), never to the chain's
-/// own owner, which a later completion may already have released (the
-/// send CQ's completions may be handled by more than one thread at once).
-pub(crate) trait ChainErrors: Sized + Send + Sync {
+/// A type whose chains' unsignaled requests report to it (see the module
+/// documentation).
+///
+/// # Safety
+///
+/// `ERR_OFFSET` is the byte offset in `Self` of a `Cqe<Self, ERR>` field
+/// (`impl_chain_owner!` computes it).
+pub(crate) unsafe trait ChainErrors: Sized + Send + Sync {
     /// The owner of the endpoints its chains are posted on.
     type Owner: EndpointOwner;
+
+    /// Where the [`Cqe`] of its unsignaled requests is.
+    const ERR_OFFSET: usize;
+
+    /// An unsignaled request of a chain posted on an endpoint of `owner`
+    /// failed or was flushed (`status`, `vendor_err`); the chain's
+    /// completion follows.
+    fn request_failed(owner: &Self::Owner, this: &Self, status: u32, vendor_err: u32);
 }
 
 /// An owner of posted chains (see the module documentation). `ID` tells
@@ -58,7 +67,7 @@ pub(crate) unsafe trait ChainOwner<const ID: u64>: ChainErrors {
     /// post that failed partway, the marker behind it: the device is done
     /// with everything the chain referred to, and with every chain its
     /// [`SendOrder`] numbered before it (`done`). `owner` is that of the
-    /// endpoint the chain was posted on. Runs where the send CQ is polled.
+    /// endpoint the chain was posted on. Runs in the CQ's work item.
     fn completed(
         owner: &Self::Owner,
         this: KBox<Self>,
@@ -68,19 +77,30 @@ pub(crate) unsafe trait ChainOwner<const ID: u64>: ChainErrors {
     );
 }
 
+/// The [`Cqe`] id of unsignaled requests.
+pub(crate) const ERR: u64 = u64::MAX;
+
 /// Implements [`ChainOwner`] for `$t`, posted on endpoints of `$owner`,
-/// with `Cqe` fields `$done` (one per kind `$id`); the handlers are `$f`
-/// per kind.
+/// with `Cqe` fields `$done` (one per kind `$id`) and `$err` (its
+/// unsignaled requests'); the handlers are `$f` per kind, and `$failed`.
 macro_rules! impl_chain_owner {
     ($t:ty {
         owner: $owner:ty,
+        errors: $err:ident => $failed:path,
         $($id:ident => $done:ident => $f:path,)*
     }) => {
         // The fields have the types the offsets promise (a compile error
         // otherwise).
+        const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, { $crate::rdma::owned::ERR }> =
+            |t| &t.$err;
         $(const _: fn(&$t) -> &$crate::rdma::owned::Cqe<$t, $id> = |t| &t.$done;)*
-        impl $crate::rdma::owned::ChainErrors for $t {
+        // SAFETY: `ERR_OFFSET` is the offset of `$err`, a `Cqe<$t, ERR>`.
+        unsafe impl $crate::rdma::owned::ChainErrors for $t {
             type Owner = $owner;
+            const ERR_OFFSET: usize = core::mem::offset_of!($t, $err);
+            fn request_failed(owner: &$owner, this: &Self, status: u32, vendor_err: u32) {
+                $failed(owner, this, status, vendor_err)
+            }
         }
         $(
             // SAFETY: `DONE_OFFSET` is the offset of `$done`, a `Cqe<$t, $id>`.
@@ -121,11 +141,26 @@ unsafe impl<T, const ID: u64> Sync for Cqe<T, ID> {}
 unsafe impl<T, const ID: u64> Send for Cqe<T, ID> {}
 
 impl<T: ChainOwner<ID>, const ID: u64> Cqe<T, ID> {
-    /// The entry of `T`'s chains of kind `ID`.
+    /// The entry of `T`'s chains of kind `ID` (not [`ERR`]: that one is
+    /// [`Cqe::for_errors`]).
     pub(crate) const fn for_chains() -> Self {
+        const { assert!(ID != ERR) };
         Self {
             cqe: UnsafeCell::new(bindings::ib_cqe {
                 done: Some(done::<T, ID>),
+            }),
+            seq: UnsafeCell::new(0),
+            _owner: PhantomData,
+        }
+    }
+}
+
+impl<T: ChainErrors> Cqe<T, ERR> {
+    /// The entry of `T`'s unsignaled requests.
+    pub(crate) const fn for_errors() -> Self {
+        Self {
+            cqe: UnsafeCell::new(bindings::ib_cqe {
+                done: Some(request_failed::<T>),
             }),
             seq: UnsafeCell::new(0),
             _owner: PhantomData,
@@ -186,6 +221,30 @@ unsafe extern "C" fn done<T: ChainOwner<ID>, const ID: u64>(
         wc.vendor_err,
         Completion { seq, anchor },
     );
+}
+
+/// An unsignaled request of a chain completed (failed or flushed).
+///
+/// # Safety
+///
+/// Called by the CQ only, for an unsignaled request of a chain posted by
+/// [`SendOrder::post`], whose owner lives until the chain's signaled
+/// completion, which comes after this one.
+unsafe extern "C" fn request_failed<T: ChainErrors>(
+    cq: *mut bindings::ib_cq,
+    wc: *mut bindings::ib_wc,
+) {
+    // SAFETY: the CQ passes a valid completion for the call's duration.
+    let wc = unsafe { &*wc };
+    // SAFETY: [`SendOrder::post`] posts on an `Endpoint<T::Owner>` only.
+    let ep_owner = unsafe { endpoint_owner::<T::Owner>(cq) };
+    // SAFETY: the request carried the `Cqe<T, ERR>` at `T::ERR_OFFSET` of
+    // a live owner (the function's contract), borrowed for this call.
+    let owner = unsafe {
+        let cqe = wc.__bindgen_anon_1.wr_cqe.cast::<u8>();
+        &*cqe.sub(T::ERR_OFFSET).cast::<T>()
+    };
+    T::request_failed(ep_owner, owner, wc.status, wc.vendor_err);
 }
 
 /// What became of a chain [`SendOrder::post`] could not post whole.
@@ -252,9 +311,13 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     // Every pointer handed to the device derives from `raw`.
     let raw = KBox::into_raw(owner);
     let base = raw.cast::<u8>();
-    // SAFETY: the offset is that of a field of `T` (the trait's contract).
-    let done_cqe = unsafe { base.add(T::DONE_OFFSET).cast::<bindings::ib_cqe>() };
-    let err_cqe = posting.err_cqe();
+    // SAFETY: the offsets are those of fields of `T` (the trait's contract).
+    let (done_cqe, err_cqe) = unsafe {
+        (
+            base.add(T::DONE_OFFSET).cast::<bindings::ib_cqe>(),
+            base.add(T::ERR_OFFSET).cast::<bindings::ib_cqe>(),
+        )
+    };
     // The chain's number, for its completion (or its marker's).
     // SAFETY: `done_cqe` is the start of the owner's `Cqe<T, ID>` (its
     // first field); the owner is ours alone until the post.
@@ -315,15 +378,22 @@ fn recover<T: ChainOwner<ID>, const ID: u64>(
     e: Error,
 ) -> PostError<T> {
     let base = ptr.as_ptr().cast::<u8>();
-    // SAFETY: the offset is that of a field of `T` (the trait's contract).
-    let done_cqe = unsafe { base.add(T::DONE_OFFSET).cast::<bindings::ib_cqe>() };
-    let err_cqe = posting.err_cqe();
-    // The chain failed: so the endpoint's owner is told, whatever the
-    // marker's own status turns out to be (should the QP not go to the
-    // error state, the marker, a write of nothing, would succeed).
-    posting
-        .owner()
-        .request_failed(bindings::IB_WC_WR_FLUSH_ERR, 0);
+    // SAFETY: the offsets are those of fields of `T` (the trait's contract).
+    let (done_cqe, err_cqe) = unsafe {
+        (
+            base.add(T::DONE_OFFSET).cast::<bindings::ib_cqe>(),
+            base.add(T::ERR_OFFSET).cast::<bindings::ib_cqe>(),
+        )
+    };
+    // The chain failed: so the owner is told, whatever the marker's own
+    // status turns out to be (should the QP not go to the error state, the
+    // marker, a write of nothing, would succeed). Its signaled request was
+    // not posted (or it has none), so the owner lives until the marker's
+    // completion; only shared borrows of it exist (the failed requests'
+    // handler).
+    // SAFETY: `ptr` is the live, leaked owner, not mutably borrowed.
+    let failed = unsafe { ptr.as_ref() };
+    T::request_failed(posting.owner(), failed, bindings::IB_WC_WR_FLUSH_ERR, 0);
     fence();
     // The marker, in a chain of its own (the owner's may be borrowed by
     // the failed requests' handler by now).

@@ -34,12 +34,7 @@ use crate::{
         memreg::{decide, Model},
     },
     rdma::{
-        cm::ConnRequest,
-        dma::DmaDev,
-        endpoint::{recv_cq, send_cq},
-        owned::UNSIGNALED_MAX,
-        qp::QpCaps,
-        Pd,
+        cm::ConnRequest, dma::DmaDev, endpoint::recv_cq, owned::UNSIGNALED_MAX, qp::QpCaps, Cq, Pd,
     },
     sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
@@ -436,8 +431,7 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     }
     let model = p.attrs().model;
     let pd = Pd::new(&dev, model.exposes_all_memory())?;
-    // Polled by the nfsd threads too (`recvfrom`).
-    let send_cq = send_cq::<Connection>(&dev, depths.send_wr)?;
+    let send_cq = Cq::new(&dev, depths.send_wr)?;
     // Polled by the nfsd threads the transport wakes (`recvfrom`).
     let recv_cq = recv_cq::<Connection>(&dev, depths.recv_wr)?;
     let frmrs = match model {

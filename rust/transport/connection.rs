@@ -138,14 +138,6 @@ pub(crate) struct Connection {
     /// An nfsd thread is polling the receive CQ
     /// ([`Connection::poll_receives`]).
     recv_polling: Atomic<bool>,
-    /// The send CQ notified completions that no thread has polled yet
-    /// ([`SendHandler::sends_ready`]).
-    send_pending: Atomic<bool>,
-    /// An nfsd thread is polling the send CQ ([`Connection::poll_sends`]).
-    send_polling: Atomic<bool>,
-    /// The first failed status of a send-queue request without a
-    /// completion of its own (`sq::request_failed`).
-    pub(super) send_error: Atomic<u32>,
     /// Bytes of nfsd's argument buffers, 0 until an nfsd thread received
     /// on the connection ([`Connection::learn_arg_capacity`]).
     arg_capacity: Atomic<u32>,
@@ -269,9 +261,6 @@ impl Connection {
             established_now: Atomic::new(false),
             recv_pending: Atomic::new(false),
             recv_polling: Atomic::new(false),
-            send_pending: Atomic::new(false),
-            send_polling: Atomic::new(false),
-            send_error: Atomic::new(0),
             arg_capacity: Atomic::new(0),
             sysfs: SetOnce::new(),
             stats: Arc::new(ConnStats::new(info.device), GFP_KERNEL)?,
@@ -460,8 +449,8 @@ impl Connection {
         true
     }
 
-    /// Most completions one poll handles before it polls again.
-    const POLL_BUDGET: i32 = 16;
+    /// Most receive completions one poll handles before re-arming.
+    const RECV_POLL_BUDGET: i32 = 16;
 
     /// Handles the receive completions the CQ notified
     /// ([`Connection::receives_ready`]), in the calling nfsd thread, unless
@@ -476,7 +465,7 @@ impl Connection {
         };
         loop {
             self.recv_pending.store(false, Relaxed);
-            while res.ep.poll_receives(Self::POLL_BUDGET) == Self::POLL_BUDGET {}
+            while res.ep.poll_receives(Self::RECV_POLL_BUDGET) == Self::RECV_POLL_BUDGET {}
             // Completions that came in after the last poll are reported
             // here (and none notifies): poll again.
             if !res.ep.arm_receives() {
@@ -484,69 +473,6 @@ impl Connection {
             }
         }
         self.recv_polling.store(false, Release);
-    }
-
-    /// The send CQ has completions (any context): an nfsd thread polls it
-    /// ([`Connection::poll_sends`]) like the receive CQ, unless a thread
-    /// waits for send-queue slots or MRs (which only completions give
-    /// back: with every thread waiting, none would poll), or the
-    /// connection is not established or is being freed; then its work
-    /// item does. Completions may be handled by both at once (their
-    /// handlers allow it: `SendHandler`).
-    pub(super) fn sends_ready(&self) {
-        if self.dying.load(Relaxed) || !self.established_now.load(Relaxed) {
-            self.defer_sends();
-            return;
-        }
-        self.send_pending.store(true, Relaxed);
-        // Paired with the barrier a thread passes after it counts itself a
-        // waiter and before it looks at `send_pending` (`on_pool_wait`):
-        // one of the two sees the other.
-        smp_mb(Full);
-        if self.sq.waiting() || self.mr_free.waiting() {
-            self.defer_sends();
-            return;
-        }
-        self.xprt.set_flag(Flag::Data);
-        self.xprt.enqueue();
-    }
-
-    /// Hands the send CQ to its work item.
-    fn defer_sends(&self) {
-        if let Some(r) = self.res() {
-            r.ep.defer_sends();
-        }
-    }
-
-    /// A thread counted itself a waiter for send-queue slots or MRs (under
-    /// the pool's lock, after a full barrier): completions notified to the
-    /// nfsd threads before that go to the send CQ's work item, which gives
-    /// back what the waiter waits for.
-    fn on_pool_wait(&self) {
-        if self.send_pending.load(Relaxed) {
-            self.defer_sends();
-        }
-    }
-
-    /// Handles the send completions the CQ notified to the nfsd threads
-    /// ([`Connection::sends_ready`]) in the calling thread, unless another
-    /// thread is at it; re-arms the CQ once it is empty.
-    pub(crate) fn poll_sends(&self) {
-        if !self.send_pending.load(Acquire) || self.send_polling.xchg(true, Acquire) {
-            return;
-        }
-        let Some(res) = self.res() else {
-            self.send_polling.store(false, Release);
-            return;
-        };
-        loop {
-            self.send_pending.store(false, Relaxed);
-            while res.ep.poll_sends(Self::POLL_BUDGET) == Self::POLL_BUDGET {}
-            if !res.ep.arm_sends() {
-                break;
-            }
-        }
-        self.send_polling.store(false, Release);
     }
 
     /// A receive completed: queue it for nfsd.
@@ -582,7 +508,7 @@ impl Connection {
             if cfg!(svcrdma_mutant = "lost_first_call") {
                 return;
             }
-            if r.has_work() || self.recv_pending.load(Acquire) || self.send_pending.load(Acquire) {
+            if r.has_work() || self.recv_pending.load(Acquire) {
                 self.xprt.set_flag(Flag::Data);
             }
         }
@@ -727,7 +653,6 @@ impl Connection {
             || {
                 count(&self.stats.c.sq_waits, 1);
                 crate::trace::sq_wait(self.id, n);
-                self.on_pool_wait();
             },
         )
     }
@@ -758,10 +683,7 @@ impl Connection {
             n,
             out,
             || self.closing(),
-            || {
-                count(&self.stats.c.mr_waits, 1);
-                self.on_pool_wait();
-            },
+            || count(&self.stats.c.mr_waits, 1),
         )
     }
 
@@ -821,8 +743,7 @@ impl Connection {
             self.xprt.set_flag(Flag::Data);
             r.established
         };
-        // As in `received`: a thread polling the send CQ takes it itself.
-        if established && !self.dying.load(Relaxed) && !self.send_polling.load(Relaxed) {
+        if established && !self.dying.load(Relaxed) {
             self.xprt.enqueue();
         }
     }
@@ -841,7 +762,7 @@ impl Connection {
             // A notification between our look at the queue and the clear
             // set it first (`receives_ready`): keep it.
             smp_mb(Full);
-            if self.recv_pending.load(Relaxed) || self.send_pending.load(Relaxed) {
+            if self.recv_pending.load(Relaxed) {
                 self.xprt.set_flag(Flag::Data);
             }
         }
@@ -858,11 +779,10 @@ impl Connection {
         // Completions flushed by the drain must leave sunrpc alone.
         conn.dying.store(true, Relaxed);
         if let Some(r) = conn.res() {
-            // No nfsd thread polls the CQs any more: their work items do,
-            // the drain's completions included (and whatever a
+            // No nfsd thread polls the receive CQ any more: its work item
+            // does, the drain's completion included (and whatever a
             // notification left unpolled).
             r.ep.defer_receives();
-            r.ep.defer_sends();
             // No CM event reaches the connection from here on (this waits
             // for a running handler).
             r.ep.id().silence();

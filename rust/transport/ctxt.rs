@@ -30,7 +30,7 @@ use crate::{
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
         mapped::MappedPages,
-        owned::Cqe,
+        owned::{Cqe, ERR},
         wr::{Chain, Sge},
     },
     sunrpc::{self, Rqst},
@@ -143,6 +143,9 @@ pub(crate) struct CallCtxt {
     pub(crate) reply_cqe: Cqe<CallCtxt, REPLY>,
     /// Completion of the Call's Read chain (`sq::post_reads`).
     pub(crate) read_cqe: Cqe<CallCtxt, READS>,
+    /// Completion of a chain's unsignaled requests, which come only when
+    /// they fail or are flushed.
+    pub(crate) err_cqe: Cqe<CallCtxt, ERR>,
     /// Send-queue slots the posted chain holds until its last completion.
     pub(crate) sq_held: u32,
     /// The first failed completion's status (0: none).
@@ -177,6 +180,7 @@ impl CallCtxt {
             nread: 0,
             reply_cqe: Cqe::for_chains(),
             read_cqe: Cqe::for_chains(),
+            err_cqe: Cqe::for_errors(),
             sq_held: 0,
             status: Atomic::new(0),
         };

@@ -24,10 +24,7 @@ use kernel::{
     new_condvar, new_spinlock_irq,
     prelude::*,
     sync::{
-        atomic::{
-            ordering::{Full, Relaxed},
-            Atomic,
-        },
+        atomic::{ordering::Relaxed, Atomic},
         CondVar, SpinLockIrq,
     },
 };
@@ -94,13 +91,10 @@ impl<S: Unpin> FairPool<S> {
                 return Ok(r);
             }
         }
+        on_wait();
         let ticket = g.next;
         g.next = g.next.wrapping_add(1);
-        // Counted before `on_wait` looks at anything, across a full barrier
-        // (the connection's completions check `waiting` the other way
-        // round: `Connection::sends_ready`).
-        self.waiters.fetch_add(1, Full);
-        on_wait();
+        self.waiters.fetch_add(1, Relaxed);
         let got = loop {
             if g.closed || closing() {
                 break None;

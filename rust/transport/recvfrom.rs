@@ -46,8 +46,6 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     // The receive completions this thread was woken for, if nobody else
     // handles them.
     conn.poll_receives();
-    // Completions too: a Call whose Reads completed is taken at once.
-    conn.poll_sends();
     let next = conn.next_work();
     // Let other threads receive on this transport while we work.
     conn.xprt().received();

@@ -214,8 +214,7 @@ pub(super) fn prepare_reads(
 /// the pool, here, so that MRs never wait for an nfsd thread; then the
 /// Call waits for one ([`Connection::read_done`]). A failed chain retires
 /// its MRs ([`retire_mrs`]) and closes the connection; the Call is dropped.
-/// Runs where the send CQ is polled (an nfsd thread or its work item:
-/// process context) or in the posting thread.
+/// Runs in the CQ's work item (process context) or in the posting thread.
 pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
     ctxt.args.unmap();
     let status = ctxt.status.load(Acquire);

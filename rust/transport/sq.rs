@@ -43,7 +43,6 @@ use super::{
 use crate::{
     log::pr_warn_ratelimited,
     rdma::{
-        endpoint::SendHandler,
         owned::{impl_chain_owner, ChainOwner, Completion, PostError},
         wc_status,
     },
@@ -70,29 +69,17 @@ fn note_status(conn: &Connection, first: &Atomic<u32>, status: u32, vendor_err: 
 
 impl_chain_owner!(CallCtxt {
     owner: Connection,
+    errors: err_cqe => request_failed,
     REPLY => reply_cqe => reply_completed,
     READS => read_cqe => reads_completed,
 });
 
-impl SendHandler for Connection {
-    fn sends_ready(self: Pin<&Self>) {
-        Connection::sends_ready(&self);
-    }
-
-    fn request_failed(&self, status: u32, vendor_err: u32) {
-        request_failed(self, status, vendor_err);
-    }
-}
-
-/// An unsignaled request of a chain posted on `conn` failed or was flushed
-/// (`SendHandler::request_failed`). A failure closes the connection at
-/// once: a short Reply posted without a completion of its own
-/// (`SendOrder`) has nothing after it that would, until some later chain
-/// completes, which an idle connection never posts. A chain with a
-/// completion of its own gets an error status there too (the QP is in the
-/// error state by then).
-pub(super) fn request_failed(conn: &Connection, status: u32, vendor_err: u32) {
-    note_status(conn, &conn.send_error, status, vendor_err);
+/// An unsignaled request of a context's chain failed or was flushed. A
+/// failure closes the connection at once: a short Reply posted without a
+/// completion of its own (`SendOrder`) has nothing after it that would,
+/// until some later chain completes, which an idle connection never posts.
+fn request_failed(conn: &Connection, ctxt: &CallCtxt, status: u32, vendor_err: u32) {
+    note_status(conn, &ctxt.status, status, vendor_err);
     if status != wc_status::SUCCESS && status != wc_status::FLUSHED {
         conn.close();
     }
@@ -125,8 +112,8 @@ fn reply_done(conn: &Connection, mut ctxt: KBox<CallCtxt>, status: u32, vendor_e
 }
 
 /// Every unsignaled Reply posted before the chain `done` completed is done
-/// too: a failure of one of them closed the connection
-/// (`request_failed`).
+/// too: each one's own failure, if any, was noted by its requests'
+/// handler (`request_failed`), which ran before.
 fn unsignaled_done(conn: &Connection, done: &Completion) {
     conn.order()
         .completed_through(done, |ctxt| reply_done(conn, ctxt, 0, 0));

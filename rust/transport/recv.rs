@@ -4,17 +4,21 @@
 //!
 //! Each connection has one buffer per credit (plus backchannel), each of our
 //! inline receive size, DMA-mapped once at accept and reposted after use
-//! (`rdma::recv`). A completion queues the buffer's slot on the connection
-//! and wakes an nfsd thread (`XPT_DATA`); `xpo_recvfrom` takes it from
-//! there, and reposts the buffer once it has copied what it needs.
+//! (`rdma::recv`). The receive CQ's notification wakes an nfsd thread
+//! (`Connection::receives_ready`), which polls the CQ in `xpo_recvfrom`:
+//! each completion queues its buffer's slot on the connection, and the
+//! thread takes the first one itself; it reposts the buffer once it has
+//! copied what it needs. (The C transport polls in a work item, which then
+//! wakes an nfsd thread: two dispatches per message where this takes one.)
 //!
 //! A Call with Read chunks (an NFS WRITE's data, a long Call) is started
 //! by its completion instead, when everything it needs is at hand
-//! ([`reads_at_once`]): its RDMA Reads are posted right here, into pages
-//! of its own, and an nfsd thread is woken only once they are done, to
-//! pick the whole Call up. The C transport wakes a thread for the Call,
-//! which posts the Reads and goes back to sleep, and another one once they
-//! complete: two dispatches per WRITE where this takes one.
+//! ([`reads_at_once`]): its RDMA Reads are posted right away, into pages
+//! of its own, and the Call waits for them in the connection's queue of
+//! finished Reads, not in an nfsd thread, which is woken only once they
+//! are done, to pick the whole Call up. The C transport wakes a thread for
+//! the Call, which posts the Reads and goes back to sleep, and another one
+//! once they complete.
 
 use kernel::prelude::*;
 

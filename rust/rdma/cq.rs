@@ -64,7 +64,12 @@ impl Cq {
         // SAFETY: `dev` is a live device; no private context is used; the
         // caller vouches for `notify`.
         let ptr = unsafe {
-            bindings::svcrdma_rs_ib_alloc_cq_notify(dev.as_ptr(), core::ptr::null_mut(), n, Some(notify))
+            bindings::svcrdma_rs_ib_alloc_cq_notify(
+                dev.as_ptr(),
+                core::ptr::null_mut(),
+                n,
+                Some(notify),
+            )
         };
         let ptr = kernel::error::from_err_ptr(ptr)?;
         // INVARIANT: allocated above, now owned.

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""scripts/insns-report on a made-up run directory: instructions per I/O
+in all, by module and by function, attributed to the symbol each block
+starts in, and entries per I/O from the blocks that start a function."""
+import os
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from hostcheck import check, finish  # noqa: E402
+
+report = os.path.join(here, "..", "..", "scripts", "insns-report")
+
+kallsyms = """ffffffff81000000 T schedule
+ffffffff81000100 t helper
+ffffffffa0000000 t svc_rdma_sendto\t[rpcrdma]
+ffffffffa0100000 t _RNvNtNtCsgDxedjgdAaq_10svcrdma_rs9transport6sendto\t[svcrdma_rs]
+ffffffffa0100400 t other\t[svcrdma_rs]
+"""
+# Blocks: schedule entered 20 times (its first block), 10 more blocks
+# inside it; helper; the C transport's function; ours.
+c_insns = """user 5000
+ffffffff81000000 100 20
+ffffffff81000040 50 10
+ffffffff81000100 30 3
+ffffffffa0000010 800 8
+"""
+rs_insns = """user 5000
+ffffffff81000000 80 16
+ffffffff81000100 30 3
+ffffffffa0100000 600 12
+ffffffffa0100410 200 4
+"""
+with tempfile.TemporaryDirectory() as d:
+    for tag, body in (("c.rand_read", c_insns), ("rs_auto.rand_read", rs_insns)):
+        open(os.path.join(d, "insns." + tag), "w").write(body)
+        open(os.path.join(d, "kallsyms." + tag), "w").write(kallsyms)
+        open(os.path.join(d, "ios." + tag), "w").write("10\n")
+    out = subprocess.run([sys.executable, report, d, "--calls", "schedule,other"],
+                         capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    # C: 5000 + 100 + 50 + 30 + 800 = 5980 over 10 I/Os; ours 5910.
+    check("| total | 598 | 591 (-7) |" in text, "totals per I/O, ours against C's")
+    check("| vmlinux | 18 | 11 (-7) |" in text, "vmlinux: schedule's blocks and helper's")
+    check("| svcrdma_rs | 0 | 80 (+80) |" in text, "a module's blocks, by the module its symbol is in")
+    check("| rpcrdma | 80 | 0 (-80) |" in text, "the C transport's module")
+    check("| user | 500 | 500 (+0) |" in text, "user space summed as one")
+    check("| schedule | 2.00 | 1.60 |" in text,
+          "entries: the runs of the block at a function's first byte, not its inner blocks")
+    check("| other | 0.00 | 0.00 |" in text, "a block inside a function is not an entry")
+    check("| rs:svcrdma_rs::transport::sendto | 0 | 60 (+60) |" in text, "Rust symbols shortened to their path")
+finish()

@@ -509,3 +509,18 @@ impl Iterator for Regions<'_> {
 pub fn reply_inline_len(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
     Ok(len - payload_bytes(len, payloads)?)
 }
+
+/// [`reply_inline_len`] and [`reply_regions`] of one check: the Reply's
+/// inline length, and its inline ranges.
+pub fn reply_layout(len: u32, payloads: &[Payload]) -> Result<(u32, Regions<'_>), RegionError> {
+    let inline = len - payload_bytes(len, payloads)?;
+    Ok((
+        inline,
+        Regions {
+            payloads: payloads.iter(),
+            cursor: 0,
+            len,
+            done: false,
+        },
+    ))
+}

@@ -30,7 +30,7 @@ use crate::{
     proto::{
         budget::Cost,
         inline::max_inline_reply,
-        layout::{reply_inline_len, reply_regions, Payload},
+        layout::{reply_layout, Payload},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
             header::{DecodeError, Proc, ERR_CHUNK, ERR_VERS},
@@ -140,7 +140,8 @@ fn compose(
     let credits = credits + 1;
     let len = u32::try_from(rq.res_len()).map_err(|_| EMSGSIZE)?;
     let payloads = ctxt.payloads;
-    let inline_len = reply_inline_len(len, &payloads).map_err(|_| EINVAL)?;
+    // The payloads checked once: what stays inline, and where it lies.
+    let (inline_len, regions) = reply_layout(len, &payloads).map_err(|_| EINVAL)?;
 
     // The Call's header borrows its copy in the context while the Reply is
     // built in the context's other fields.
@@ -193,7 +194,7 @@ fn compose(
             at += b.len();
             Ok(())
         };
-        for (s, e) in reply_regions(len, &payloads).map_err(|_| EINVAL)? {
+        for (s, e) in regions {
             // From wherever the Reply's pages are now.
             if writes {
                 pages.reply_bytes(s as usize, e as usize, &mut copy)?;
@@ -203,7 +204,6 @@ fn compose(
         }
         (at, Sent::Msg)
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
-        let regions = reply_regions(len, &payloads).map_err(|_| EINVAL)?;
         let n = rw::build_writes(conn, chain, pages, reply.segments(), regions)?;
         let len = encode_reply(
             &mut send_buf[..],

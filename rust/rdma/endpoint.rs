@@ -223,9 +223,14 @@ pub(crate) fn recv_cq<H: EndpointOwner>(dev: &super::Device<'_>, entries: u32) -
 ///
 /// # Safety
 ///
-/// Called by the CQ only, once it is an endpoint's receive CQ (its context
-/// is then the counted anchor of the endpoint's `H`, which the QP holds
-/// until it is destroyed, after its last completion).
+/// Called by the CQ only, once it is an endpoint's receive CQ: its context
+/// is then the anchor of the endpoint's `H`, counted by the QP until it is
+/// destroyed. A notification is not a completion, and on some devices
+/// (mlx5: from the event queue's interrupt) it may still be running for
+/// the drain's completion when the QP is destroyed; the anchor's object is
+/// still there then, as the CQ is an endpoint's field, freed with it by
+/// `ib_free_cq`, which waits for a running notification (the driver's CQ
+/// teardown synchronizes with its interrupt).
 unsafe extern "C" fn recv_notify<H: EndpointOwner>(cq: *mut bindings::ib_cq, context: *mut c_void) {
     if context.is_null() {
         // Before the endpoint set its context: no QP yet, no completion.

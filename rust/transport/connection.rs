@@ -445,6 +445,10 @@ impl Connection {
         self.recv_pending.store(true, Relaxed);
         smp_mb(Full);
         self.xprt.set_flag(Flag::Data);
+        // `XPT_DATA` before the look at `XPT_BUSY` in `svc_xprt_enqueue`
+        // (which a thread clears before it looks at `XPT_DATA`,
+        // `svc_xprt_received`): one of the two sees the other.
+        smp_mb(Full);
         // Mutant lost_recv_notify: the notification wakes no thread.
         if !cfg!(svcrdma_mutant = "lost_recv_notify") {
             self.xprt.enqueue();
@@ -456,8 +460,13 @@ impl Connection {
     const RECV_POLL_BUDGET: i32 = 16;
 
     /// Handles the receive completions the CQ notified
-    /// ([`Connection::receives_ready`]), in the calling nfsd thread, unless
-    /// another thread is at it; re-arms the CQ once it is empty.
+    /// ([`Connection::receives_ready`]), at most
+    /// [`Self::RECV_POLL_BUDGET`] of them, in the calling nfsd thread,
+    /// unless another thread is at it; re-arms the CQ once it is empty.
+    /// With more left, `recv_pending` stays set (and with it `XPT_DATA`,
+    /// `next_work`), so the next thread sunrpc sends polls on while this
+    /// one works on the first Call: no thread handles a whole burst before
+    /// any of its Calls starts.
     pub(crate) fn poll_receives(&self) {
         if !self.recv_pending.load(Acquire) || self.recv_polling.xchg(true, Acquire) {
             return;
@@ -468,7 +477,11 @@ impl Connection {
         };
         loop {
             self.recv_pending.store(false, Relaxed);
-            while res.ep.poll_receives(Self::RECV_POLL_BUDGET) == Self::RECV_POLL_BUDGET {}
+            if res.ep.poll_receives(Self::RECV_POLL_BUDGET) == Self::RECV_POLL_BUDGET {
+                // Maybe more: the next thread's turn (unarmed meanwhile).
+                self.recv_pending.store(true, Relaxed);
+                break;
+            }
             // Completions that came in after the last poll are reported
             // here (and none notifies): poll again.
             if !res.ep.arm_receives() {

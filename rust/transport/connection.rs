@@ -456,8 +456,13 @@ impl Connection {
         true
     }
 
-    /// Most receive completions one poll handles before re-arming.
-    const RECV_POLL_BUDGET: i32 = 16;
+    /// Receive completions one `ib_poll_cq` call takes.
+    const RECV_POLL_BATCH: i32 = 16;
+    /// Most receive completions one nfsd thread handles per
+    /// [`Connection::poll_receives`]: a burst up to this size costs one
+    /// thread's wake-up, not one per batch, and no thread drains an
+    /// unbounded stream before any of its Calls starts.
+    const RECV_POLL_BUDGET: i32 = 4 * Self::RECV_POLL_BATCH;
 
     /// Handles the receive completions the CQ notified
     /// ([`Connection::receives_ready`]), at most
@@ -465,8 +470,7 @@ impl Connection {
     /// unless another thread is at it; re-arms the CQ once it is empty.
     /// With more left, `recv_pending` stays set (and with it `XPT_DATA`,
     /// `next_work`), so the next thread sunrpc sends polls on while this
-    /// one works on the first Call: no thread handles a whole burst before
-    /// any of its Calls starts.
+    /// one works on the first Call.
     pub(crate) fn poll_receives(&self) {
         if !self.recv_pending.load(Acquire) || self.recv_polling.xchg(true, Acquire) {
             return;
@@ -475,9 +479,14 @@ impl Connection {
             self.recv_polling.store(false, Release);
             return;
         };
+        let mut budget = Self::RECV_POLL_BUDGET;
         loop {
             self.recv_pending.store(false, Relaxed);
-            if res.ep.poll_receives(Self::RECV_POLL_BUDGET) == Self::RECV_POLL_BUDGET {
+            if res.ep.poll_receives(Self::RECV_POLL_BATCH) == Self::RECV_POLL_BATCH {
+                budget -= Self::RECV_POLL_BATCH;
+                if budget > 0 {
+                    continue;
+                }
                 // Maybe more: the next thread's turn (unarmed meanwhile).
                 self.recv_pending.store(true, Relaxed);
                 break;

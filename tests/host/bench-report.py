@@ -130,6 +130,13 @@ with tempfile.TemporaryDirectory() as d:
           f"40% in half the samples, the rest below 0: too noisy ({r and r['verdicts']})")
     r = run([f"{d}/good.log"], host=["0 -3"] * 10)
     check(r is not None and not r["verdicts"], f"an idle host's -3% raw samples: no verdict ({r and r['verdicts']})")
+    # A sample in which a VM started or stopped measures nothing: skipped,
+    # not read as load; the others still count.
+    r = run([f"{d}/good.log"], host=["0 -1"] * 9 + ["- vm-changed"])
+    check(r is not None and not r["verdicts"], f"an idle host with a VM's exit sample: no verdict ({r and r['verdicts']})")
+    r = run([f"{d}/good.log"], host=["40 40"] * 9 + ["- vm-changed"])
+    check(r is not None and any("busy" in v for v in r["verdicts"]),
+          f"a busy host with a VM's exit sample: still too noisy ({r and r['verdicts']})")
 
     # Twenty clean runs: the family-wise A/A check calls none noisy.
     calls = 0

@@ -31,7 +31,6 @@ use super::{
     stats::count,
 };
 use crate::{
-    log::pr_warn_ratelimited,
     proto::inline::RECV_SIZE,
     rdma::recv::{RecvHandler, RecvSlot},
     sunrpc::PAGE_SIZE,
@@ -140,12 +139,7 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, plan, mrs));
     repost(conn, slot);
     if let Err(e) = prepared {
-        pr_warn_ratelimited!(
-            "connection {}: RDMA Read of a Call failed: error {}, closing\n",
-            conn.id,
-            e.to_errno()
-        );
-        conn.close();
+        rw::prepare_failed(conn, e);
         conn.sq_release(wrs);
         if !ctxt.args.mrs().is_empty() {
             // Taken but not registered (the chain was never built): they

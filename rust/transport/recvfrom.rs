@@ -542,12 +542,7 @@ fn receive(
     let prepared = rw::prepare_reads(conn, rq, ctxt, &plan.read_chunks(), shape);
     repost(conn, slot);
     if let Err(e) = prepared {
-        pr_warn_ratelimited!(
-            "connection {}: RDMA Read of a Call failed: error {}, closing\n",
-            conn.id,
-            e.to_errno()
-        );
-        conn.close();
+        rw::prepare_failed(conn, e);
         return Err(NoCall::Dropped);
     }
     Ok(Next::Reads)

@@ -235,6 +235,17 @@ pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
     conn.ctxt_put(ctxt);
 }
 
+/// A Call's Reads could not be built or posted (`e`): says so and closes
+/// the connection; the caller gives back what it holds.
+pub(super) fn prepare_failed(conn: &Connection, e: Error) {
+    pr_warn_ratelimited!(
+        "connection {}: RDMA Read of a Call failed: error {}, closing\n",
+        conn.id,
+        e.to_errno()
+    );
+    conn.close();
+}
+
 /// FRMR pool entries the Read chunks `chunks` need (0 without FRMR): one
 /// per sink piece.
 pub(super) fn mrs_needed(conn: &Connection, chunks: &[Option<(ReadList<'_>, usize)>]) -> usize {

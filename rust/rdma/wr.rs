@@ -171,27 +171,23 @@ impl Chain {
     fn count(&mut self, opcode: bindings::ib_wr_opcode, bytes: u64) {
         let t = &mut self.tally;
         match opcode {
-            bindings::IB_WR_RDMA_READ => {
+            bindings::IB_WR_RDMA_READ | bindings::IB_WR_RDMA_READ_WITH_INV => {
                 t.reads += 1;
                 t.read_bytes += bytes;
-            }
-            bindings::IB_WR_RDMA_READ_WITH_INV => {
-                t.reads += 1;
-                t.read_bytes += bytes;
-                t.local_invs += 1;
+                if opcode == bindings::IB_WR_RDMA_READ_WITH_INV {
+                    t.local_invs += 1;
+                }
             }
             bindings::IB_WR_RDMA_WRITE => {
                 t.writes += 1;
                 t.write_bytes += bytes;
             }
-            bindings::IB_WR_SEND => {
+            bindings::IB_WR_SEND | bindings::IB_WR_SEND_WITH_INV => {
                 t.sends += 1;
                 t.send_bytes += bytes;
-            }
-            bindings::IB_WR_SEND_WITH_INV => {
-                t.sends += 1;
-                t.send_bytes += bytes;
-                t.remote_invs += 1;
+                if opcode == bindings::IB_WR_SEND_WITH_INV {
+                    t.remote_invs += 1;
+                }
             }
             bindings::IB_WR_REG_MR => t.regs += 1,
             bindings::IB_WR_LOCAL_INV => t.local_invs += 1,

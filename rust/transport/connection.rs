@@ -458,15 +458,17 @@ impl Connection {
 
     /// Receive completions one `ib_poll_cq` call takes.
     const RECV_POLL_BATCH: i32 = 16;
-    /// Most receive completions one nfsd thread handles per
+    /// Receive completions one nfsd thread takes in full batches per
     /// [`Connection::poll_receives`]: a burst up to this size costs one
     /// thread's wake-up, not one per batch, and no thread drains an
-    /// unbounded stream before any of its Calls starts.
+    /// unbounded stream before any of its Calls starts. (A short batch
+    /// followed by completions that came in as the CQ was re-armed is
+    /// polled on top; those are bounded by the credits granted.)
     const RECV_POLL_BUDGET: i32 = 4 * Self::RECV_POLL_BATCH;
 
     /// Handles the receive completions the CQ notified
-    /// ([`Connection::receives_ready`]), at most
-    /// [`Self::RECV_POLL_BUDGET`] of them, in the calling nfsd thread,
+    /// ([`Connection::receives_ready`]), up to [`Self::RECV_POLL_BUDGET`]
+    /// of them in full batches, in the calling nfsd thread,
     /// unless another thread is at it; re-arms the CQ once it is empty.
     /// With more left, `recv_pending` stays set (and with it `XPT_DATA`,
     /// `next_work`), so the next thread sunrpc sends polls on while this

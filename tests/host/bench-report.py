@@ -134,6 +134,8 @@ with tempfile.TemporaryDirectory() as d:
     # not read as load; the others still count.
     r = run([f"{d}/good.log"], host=["0 -1"] * 9 + ["- vm-changed"])
     check(r is not None and not r["verdicts"], f"an idle host with a VM's exit sample: no verdict ({r and r['verdicts']})")
+    check(r is not None and r["host"]["n"] == 9 and r["host"]["skipped"] == 1,
+          f"the VM's exit sample is counted as skipped ({r and r['host']})")
     r = run([f"{d}/good.log"], host=["40 40"] * 9 + ["- vm-changed"])
     check(r is not None and any("busy" in v for v in r["verdicts"]),
           f"a busy host with a VM's exit sample: still too noisy ({r and r['verdicts']})")

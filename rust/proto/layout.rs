@@ -459,13 +459,7 @@ fn payload_bytes(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
 /// result payloads (nor their roundup), in order, empty ones left out.
 /// Payloads must be in stream order and inside the Reply.
 pub fn reply_regions(len: u32, payloads: &[Payload]) -> Result<Regions<'_>, RegionError> {
-    payload_bytes(len, payloads)?;
-    Ok(Regions {
-        payloads: payloads.iter(),
-        cursor: 0,
-        len,
-        done: false,
-    })
+    reply_layout(len, payloads).map(|(_, regions)| regions)
 }
 
 /// The ranges of [`reply_regions`].
@@ -507,7 +501,7 @@ impl Iterator for Regions<'_> {
 
 /// The total length of [`reply_regions`].
 pub fn reply_inline_len(len: u32, payloads: &[Payload]) -> Result<u32, RegionError> {
-    Ok(len - payload_bytes(len, payloads)?)
+    reply_layout(len, payloads).map(|(inline, _)| inline)
 }
 
 /// [`reply_inline_len`] and [`reply_regions`] of one check: the Reply's

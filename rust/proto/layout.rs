@@ -247,7 +247,7 @@ fn split_layout(
     out: &mut [Place],
 ) -> Result<Option<CallLayout>, LayoutError> {
     if c.position < SPLIT_MIN_HEAD.max(min_position)
-        || !c.position.is_multiple_of(4)
+        || c.position % 4 != 0
         || c.position > inline_len
         || c.length == 0
         || inline_len > page_size

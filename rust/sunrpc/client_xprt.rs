@@ -243,7 +243,8 @@ impl RpcXprt {
         // SAFETY: ours alone (caller's promise).
         let s = unsafe { &mut (*self.as_ptr()).address_strings };
         for i in [bindings::RPC_DISPLAY_ADDR, bindings::RPC_DISPLAY_PORT] {
-            let p = core::mem::take(&mut s[i as usize]);
+            let p = s[i as usize];
+            s[i as usize] = core::ptr::null();
             // SAFETY: null, or allocated by `set_peer` (or sunrpc's sysfs)
             // with kmalloc and referred to by nothing else.
             unsafe { bindings::kfree(p.cast()) };

@@ -389,7 +389,8 @@ impl<'a, C> Rqst<'a, C> {
     /// Takes the transport's context out of the request.
     pub(crate) fn take_ctxt(&mut self) -> Option<KBox<C>> {
         let r = self.r_mut();
-        let p = core::mem::take(&mut r.rq_xprt_ctxt).cast::<C>();
+        let p = r.rq_xprt_ctxt.cast::<C>();
+        r.rq_xprt_ctxt = core::ptr::null_mut();
         if p.is_null() {
             return None;
         }

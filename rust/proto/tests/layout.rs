@@ -398,7 +398,7 @@ proptest! {
         let CallLayout { steps: n, shape } = res.unwrap();
         // The split shape exactly where its rule says.
         let split = matches!(chunks.as_slice(),
-            [c] if c.position >= SPLIT_MIN_HEAD && c.position.is_multiple_of(4) && c.length > 0)
+            [c] if c.position >= SPLIT_MIN_HEAD && c.position % 4 == 0 && c.length > 0)
             && inline.len() as u32 <= page;
         prop_assert_eq!(matches!(shape, ArgShape::Split { .. }), split);
         let mut got = vec![0xeeu8; shape.extent(page) as usize];

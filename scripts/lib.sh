@@ -32,3 +32,11 @@ svcrdma_kmake_vars() {
 	echo "LLVM=$SVCRDMA_LLVM_SUFFIX RUSTC=$(svcrdma_rustc) RUST_LIB_SRC=$src BINDGEN=$(svcrdma_bindgen)"
 }
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-19/lib}
+
+# The stock Debian kernel make check builds for and boots: the newest
+# linux-image-7.3.*-amd64 apt knows (trixie-backports; scripts/bootstrap
+# adds it pinned at priority 1).
+svcrdma_stock_krel() {
+	apt-cache search --names-only '^linux-image-7\.3\.[0-9]+\+deb[0-9]+-amd64$' |
+		awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -n 1
+}

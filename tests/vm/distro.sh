@@ -143,5 +143,6 @@ fi
 "$(dirname "$0")/data.sh" | tee /tmp/distro-data.out
 rc=${PIPESTATUS[0]}
 p=$(grep -c '^PASS ' /tmp/distro-data.out) f=$(grep -c '^FAIL ' /tmp/distro-data.out)
-echo "stock kernel $KREL: $((T_PASSED + p)) passed, $((T_FAILED + f)) failed"
+echo "stock kernel $KREL: the tests above and data.sh's together:"
+echo "$((T_PASSED + p)) passed, $((T_FAILED + f)) failed"
 exit "$rc"

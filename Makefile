@@ -25,10 +25,11 @@
 #   make stall      two VMs: client A stops acknowledging mid-transfer while
 #                   client B's answers are timed (each under 2 s; issue 22;
 #                   tests/vm/stall-server.sh; also part of make hostile)
-#   make mutants    builds the module with each planted fault
-#                   (SVCRDMA_RS_MUTANT=<name>, build/mutant-<name>/) and runs
-#                   the narrowed suite that must catch it, one VM each; passes
-#                   only if every mutant is caught (tests/vm/run mutants;
+#   make mutants    builds the module with each planted fault (a patch,
+#                   tests/mutants/<name>.patch, applied to a copy of the
+#                   sources in build/mutant-<name>/) and runs the narrowed
+#                   suite that must catch it, one VM each; passes only if
+#                   every mutant is caught (tests/vm/run mutants;
 #                   MUTANTS="a b" for some; not in make check)
 #   make hostile    the hostile RPC-over-RDMA client at full count (1,000,000
 #                   mutated messages), the fault suite at full count and the
@@ -55,10 +56,6 @@ SVCRDMA_RS_DMA_MR_DEFAULT ?= ib_only
 # SVCRDMA_RS_BACKCHANNEL=n. tests/vm/run backchannel-off builds a module
 # without it in a copy of the sources (build/nobackchannel/).
 SVCRDMA_RS_BACKCHANNEL ?= y
-# A planted fault, for tests/vm/run mutants only (see Kbuild): empty (the
-# default) builds the real module. tests/vm/run mutants builds each in its
-# own copy of the sources, build/mutant-<name>/.
-SVCRDMA_RS_MUTANT ?=
 # Test hooks (Kconfig: SVCRDMA_RS_DEBUG): on for the test kernel.
 ifeq ($(KDIR),$(DEFAULT_KDIR))
 SVCRDMA_RS_DEBUG ?= y
@@ -80,8 +77,7 @@ module:
 		SVCRDMA_RS_WERROR=$(SVCRDMA_RS_WERROR) \
 		SVCRDMA_RS_DMA_MR_DEFAULT=$(SVCRDMA_RS_DMA_MR_DEFAULT) \
 		SVCRDMA_RS_DEBUG=$(SVCRDMA_RS_DEBUG) \
-		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) \
-		SVCRDMA_RS_MUTANT="$(SVCRDMA_RS_MUTANT)" modules
+		SVCRDMA_RS_BACKCHANNEL=$(SVCRDMA_RS_BACKCHANNEL) modules
 
 # The module under the kernel's own lints (CLIPPY=1: clippy-driver with the
 # kernel's clippy flags); warnings are errors. The driver must be the

@@ -63,11 +63,6 @@ struct SvcRdmaRs {
 
 impl kernel::Module for SvcRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        #[cfg(svcrdma_rs_mutant)]
-        pr_warn!(
-            "built with the planted fault {} (SVCRDMA_RS_MUTANT): for tests only\n",
-            env!("SVCRDMA_RS_MUTANT")
-        );
         params::validate_defaults()?;
         // SAFETY: the module initializer runs once, before anything else.
         unsafe { globals::init() };

@@ -50,10 +50,6 @@ impl Write for CText {
 
 /// A connection was accepted.
 pub(crate) fn accept(conn: u64, peer: fmt::Arguments<'_>, device: fmt::Arguments<'_>, model: &str) {
-    // Mutant no_trace_accept: the accept tracepoint never fires.
-    if cfg!(svcrdma_mutant = "no_trace_accept") {
-        return;
-    }
     let (p, d, m) = (
         CText::of(peer),
         CText::of(device),
@@ -69,11 +65,6 @@ pub(crate) fn reject(
     device: fmt::Arguments<'_>,
     reason: fmt::Arguments<'_>,
 ) {
-    // Mutant no_trace_errors: the reject, decode_err and wc_err
-    // tracepoints never fire.
-    if cfg!(svcrdma_mutant = "no_trace_errors") {
-        return;
-    }
     let (p, d, r) = (CText::of(peer), CText::of(device), CText::of(reason));
     // SAFETY: the strings are NUL-terminated and outlive the call.
     unsafe { bindings::svcrdma_rs_trace_reject(p.as_ptr(), d.as_ptr(), r.as_ptr()) };
@@ -81,10 +72,6 @@ pub(crate) fn reject(
 
 /// A transport header was refused (`xid` 0 if it had none).
 pub(crate) fn decode_err(conn: u64, xid: u32, reason: &str) {
-    // Mutant no_trace_errors (see `reject`).
-    if cfg!(svcrdma_mutant = "no_trace_errors") {
-        return;
-    }
     let r = CText::of(format_args!("{reason}"));
     // SAFETY: the string is NUL-terminated and outlives the call.
     unsafe { bindings::svcrdma_rs_trace_decode_err(conn, xid, r.as_ptr()) };
@@ -104,10 +91,6 @@ pub(crate) fn post_err(conn: u64, wrs: u32, rc: i32) {
 
 /// A work request completed with an error (not a flush).
 pub(crate) fn wc_err(conn: u64, status: u32, vendor_err: u32) {
-    // Mutant no_trace_errors (see `reject`).
-    if cfg!(svcrdma_mutant = "no_trace_errors") {
-        return;
-    }
     // SAFETY: plain values.
     unsafe { bindings::svcrdma_rs_trace_wc_err(conn, status, vendor_err) };
 }

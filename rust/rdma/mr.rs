@@ -261,24 +261,6 @@ impl MrTable {
         Ok(())
     }
 
-    /// Mutant eager_mr_pool: allocates every entry's MR and scatterlist
-    /// at once, as a first use would.
-    #[cfg(svcrdma_mutant = "eager_mr_pool")]
-    pub(crate) fn allocate_all(&mut self, pd: &Pd) -> Result {
-        let n = self.pages_per_mr as usize;
-        for e in self.entries.iter_mut() {
-            let (sgl, slot) = (e.sgl.get_mut(), e.mr.get_mut());
-            if sgl.len() < n {
-                sgl.resize(n, Default::default(), GFP_KERNEL)?;
-            }
-            if slot.is_none() {
-                *slot = Some(Mr::new(pd, self.pages_per_mr)?);
-                self.allocated.fetch_add(1, Relaxed);
-            }
-        }
-        Ok(())
-    }
-
     /// The entry `lease` gives the use of (`None`: another table's).
     fn entry(&self, lease: &MrLease) -> Option<&Entry> {
         if lease.table != self.id {

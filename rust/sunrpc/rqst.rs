@@ -453,12 +453,6 @@ impl<'a, C> Rqst<'a, C> {
         })
     }
 
-    /// Mutant corrupt_read_sink: inverts the argument byte at `offset`.
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    pub(crate) fn arg_flip(&mut self, offset: usize) -> Result {
-        self.arg_fill(offset, 1, |dst, _| dst.iter_mut().for_each(|b| *b = !*b))
-    }
-
     /// Zeroes `len` bytes of the argument buffer at `offset`.
     pub(crate) fn arg_zero(&mut self, offset: usize, len: usize) -> Result {
         self.arg_fill(offset, len, |dst, _| dst.fill(0))

@@ -308,12 +308,6 @@ impl kernel::fmt::Display for AddrShown {
 pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
     let id = req.id();
     let client = cm_private::decode(req.private_data());
-    // Mutant ignore_r_bit: the client's R bit is taken as clear.
-    #[cfg(svcrdma_mutant = "ignore_r_bit")]
-    let client = cm_private::CmPrivate {
-        remote_invalidate: false,
-        ..client
-    };
     let peer = id.peer();
     let Some(dev) = id.device() else {
         return;
@@ -578,9 +572,6 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
             e.to_errno()
         );
     }
-    // Mutant eager_mr_pool: sysfs shows the MRs allocated at accept.
-    #[cfg(svcrdma_mutant = "eager_mr_pool")]
-    conn.frmr_changed();
     pr_info_ratelimited!(
         "connection {} from {} on {} ({}): {}\n",
         conn.id,

@@ -329,21 +329,7 @@ impl Connection {
     /// cannot fail, room was made by `init_pools`; if it did, the
     /// connection would close.)
     pub(crate) fn set_res(&self, res: Resources) -> bool {
-        // Mutant eager_mr_pool (issue 22 item 2 undone): every MR of the
-        // pool allocated at accept, before any RPC (here, where the MRs
-        // belong to the resources, which drop them before the PD).
-        #[cfg(svcrdma_mutant = "eager_mr_pool")]
-        let (res, eager) = {
-            let mut res = res;
-            let r = match res.frmrs.as_mut() {
-                Some(f) => f.table.allocate_all(res.ep.pd()),
-                None => Ok(()),
-            };
-            (res, r)
-        };
         let filled = res.frmrs.as_ref().map_or(Ok(()), |p| self.mr_free.fill(p));
-        #[cfg(svcrdma_mutant = "eager_mr_pool")]
-        let filled = filled.and(eager);
         let set = self.res.populate(res);
         if filled.is_err() {
             self.close();
@@ -362,10 +348,6 @@ impl Connection {
     /// A backchannel is bound to the connection: sysfs shows it.
     #[cfg(svcrdma_rs_backchannel)]
     pub(crate) fn backchannel_bound(&self) {
-        // Mutant no_bc_flag: sysfs never shows the backchannel bound.
-        if cfg!(svcrdma_mutant = "no_bc_flag") {
-            return;
-        }
         if let Some((_, dir)) = self.sysfs.as_ref() {
             dir.data().set_backchannel();
         }
@@ -385,10 +367,7 @@ impl Connection {
     pub(crate) fn count_posted(&self, t: &Tally) {
         let c = &self.stats.c;
         count(&c.wr_read, t.reads);
-        // Mutant stats_no_read_bytes: RDMA Read bytes are not counted.
-        if !cfg!(svcrdma_mutant = "stats_no_read_bytes") {
-            count(&c.bytes_read, t.read_bytes);
-        }
+        count(&c.bytes_read, t.read_bytes);
         count(&c.wr_write, t.writes);
         count(&c.bytes_written, t.write_bytes);
         count(&c.wr_send, t.sends);
@@ -449,10 +428,7 @@ impl Connection {
         // (which a thread clears before it looks at `XPT_DATA`,
         // `svc_xprt_received`): one of the two sees the other.
         smp_mb(Full);
-        // Mutant lost_recv_notify: the notification wakes no thread.
-        if !cfg!(svcrdma_mutant = "lost_recv_notify") {
-            self.xprt.enqueue();
-        }
+        self.xprt.enqueue();
         true
     }
 
@@ -530,11 +506,6 @@ impl Connection {
             let mut r = self.ready.lock();
             r.established = true;
             self.established_now.store(true, Relaxed);
-            // Mutant lost_first_call: receives that completed before the
-            // event stay queued, unannounced, until the next one.
-            if cfg!(svcrdma_mutant = "lost_first_call") {
-                return;
-            }
             if r.has_work() || self.recv_pending.load(Acquire) {
                 self.xprt.set_flag(Flag::Data);
             }
@@ -598,11 +569,6 @@ impl Connection {
     /// send-queue slots or MRs, nor while [`Connection::recv_cap`] threads
     /// are already receiving on it.
     pub(crate) fn has_wspace(&self) -> bool {
-        // Mutant park_threads (issue 22 item 1 undone): always room, no
-        // bound on receiving threads, whoever waits for slots or MRs.
-        if cfg!(svcrdma_mutant = "park_threads") {
-            return true;
-        }
         !self.sq.waiting()
             && !self.mr_free.waiting()
             && self.in_recv.load(Relaxed) < self.recv_cap()

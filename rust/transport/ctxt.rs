@@ -133,12 +133,6 @@ pub(crate) struct CallCtxt {
     /// (`recvfrom::plan`), kept with the context so that no receive
     /// initializes a fresh array.
     pub(crate) steps: super::recvfrom::Steps,
-    /// Where the Call's Read chunks start, and how many there are: only
-    /// for the mutant that corrupts them.
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    pub(crate) read_dst: [usize; MAX_READ_CHUNKS],
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    pub(crate) nread: usize,
     /// Completion of a Reply's chain (`sq::post_reply`).
     pub(crate) reply_cqe: Cqe<CallCtxt, REPLY>,
     /// Completion of the Call's Read chain (`sq::post_reads`).
@@ -174,10 +168,6 @@ impl CallCtxt {
             reply: MappedPages::new(dev)?,
             call_shape: ArgShape::Stream { len: 0 },
             steps: super::recvfrom::NO_STEPS,
-            #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-            read_dst: [0; MAX_READ_CHUNKS],
-            #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-            nread: 0,
             reply_cqe: Cqe::for_chains(),
             read_cqe: Cqe::for_chains(),
             err_cqe: Cqe::for_errors(),
@@ -196,10 +186,6 @@ impl CallCtxt {
         self.chain.clear();
         self.put_pages();
         self.call_shape = ArgShape::Stream { len: 0 };
-        #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-        {
-            self.nread = 0;
-        }
     }
 
     /// Undoes the mappings of the Reply and Call pages the context holds

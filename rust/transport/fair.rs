@@ -155,8 +155,6 @@ impl<S: Unpin> FairPool<S> {
         // and unlock order the two); if it came after, it saw the stock we
         // gave and did not sleep. So no waiter means nobody to wake, and
         // the common release takes no wait-queue lock.
-        // Mutant no_wake: a release wakes nobody.
-        #[cfg(not(svcrdma_mutant = "no_wake"))]
         if self.waiting() {
             self.room.notify_all();
         }

@@ -140,11 +140,6 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
         conn.ctxt_put(ctxt);
         return 0;
     }
-    // Mutant corrupt_read_sink: one byte of each Read chunk's sink flipped after the Read.
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    for &dst in ctxt.read_dst.iter().take(ctxt.nread) {
-        let _ = rq.arg_flip(dst);
-    }
     match finish_call(conn, rq, ctxt.call_shape) {
         Ok(len) => {
             count(&conn.stats.c.calls, 1);
@@ -560,12 +555,6 @@ fn reject(
     slot: RecvSlot,
 ) -> core::result::Result<Next, NoCall> {
     repost(conn, slot);
-    // Mutant limit_closes (issue 22 item 5 undone): a Call over the
-    // connection's resources closes it, unanswered.
-    if cfg!(svcrdma_mutant = "limit_closes") && need != 0 {
-        conn.close();
-        return Err(NoCall::Dropped);
-    }
     if need == 0 {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",

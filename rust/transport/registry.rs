@@ -148,13 +148,7 @@ impl Attrs for ConnView {
         }),
         (c"device", |c, w| write!(w, "{}", c.info.device)),
         (c"transport", |c, w| w.write_str(c.info.transport.name())),
-        (c"memreg", |c, w| {
-            // Mutant sysfs_memreg: an FRMR connection shows as dma_mr in sysfs (not in dmesg).
-            if cfg!(svcrdma_mutant = "sysfs_memreg") && matches!(c.info.model, Model::Frmr { .. }) {
-                return w.write_str("dma_mr");
-            }
-            w.write_str(c.info.model.name())
-        }),
+        (c"memreg", |c, w| w.write_str(c.info.model.name())),
         (c"client_send_size", |c, w| {
             write!(w, "{}", c.info.client.send_size)
         }),

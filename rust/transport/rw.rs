@@ -197,15 +197,6 @@ pub(super) fn prepare_reads(
         return Err(e);
     }
     ctxt.call_shape = shape;
-    // Mutant corrupt_read_sink: where the Read chunks' sinks start.
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    {
-        ctxt.nread = 0;
-        for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
-            *slot = dst;
-            ctxt.nread += 1;
-        }
-    }
     Ok(())
 }
 
@@ -315,14 +306,6 @@ pub(super) fn prepare_reads_held(
         return Err(e);
     }
     ctxt.call_shape = shape;
-    #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    {
-        ctxt.nread = 0;
-        for (slot, &(_, dst)) in ctxt.read_dst.iter_mut().zip(chunks.iter().flatten()) {
-            *slot = dst;
-            ctxt.nread += 1;
-        }
-    }
     Ok(())
 }
 
@@ -333,10 +316,6 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
     let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
         return Ok(());
     };
-    // Mutant skip_local_inv: the Reads' MRs are never invalidated.
-    if cfg!(svcrdma_mutant = "skip_local_inv") {
-        return Ok(());
-    }
     if let Model::Frmr {
         read_with_inv: true,
         ..
@@ -381,12 +360,6 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
         return;
     }
     conn.close();
-    // Mutant keep_failed_mrs (issue 22 item 4 undone): the MRs of a failed
-    // chain go back to the pool unmapped but still registered.
-    if cfg!(svcrdma_mutant = "keep_failed_mrs") {
-        release_mrs(conn, ctxt);
-        return;
-    }
     let Some(res) = conn.res() else {
         return;
     };

@@ -73,15 +73,6 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
     let Some(mut ctxt) = rq.take_ctxt() else {
         return Err(ENOTCONN);
     };
-    // Mutant drop_reply: every 64th Reply (module-wide) is not sent, though nfsd is told it was.
-    #[cfg(svcrdma_mutant = "drop_reply")]
-    {
-        static REPLIES: kernel::sync::atomic::Atomic<u32> = kernel::sync::atomic::Atomic::new(0);
-        if REPLIES.fetch_add(1, kernel::sync::atomic::ordering::Relaxed) % 64 == 63 {
-            rq.set_ctxt(ctxt);
-            return Ok(rq.res_len());
-        }
-    }
     let sent = match build_reply(conn, rq, &mut ctxt) {
         // The context goes with the Reply from here on.
         Ok(len) => post_reply(conn, ctxt).map(|()| len),
@@ -135,9 +126,6 @@ fn compose(
     ctxt: &mut CallCtxt,
 ) -> Result<(usize, usize, Option<u32>)> {
     let credits = conn.info.credits;
-    // Mutant credits_off_by_one: a Reply grants one credit more than the connection has.
-    #[cfg(svcrdma_mutant = "credits_off_by_one")]
-    let credits = credits + 1;
     let len = u32::try_from(rq.res_len()).map_err(|_| EMSGSIZE)?;
     let payloads = ctxt.payloads;
     // The payloads checked once: what stays inline, and where it lies.

@@ -167,6 +167,7 @@ def direct_lines(body):
             depth += 1
         elif c in "})]":
             depth -= 1
+            if depth == 0: cur.append(c)
         elif depth == 0:
             if c in ",\n":
                 lines.append("".join(cur)); cur = []

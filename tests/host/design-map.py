@@ -42,7 +42,8 @@ newest $SVCRDMA_CACHE/src/linux-*/ (scripts/build-kernel unpacks it there).
 Without it, --no-c skips check 2 (and says so); otherwise its absence is an
 error.
 
-Exits 1 listing every dangling reference and every unmapped C name.
+Exits 1 listing every dangling reference (with the files that define the
+item now, if any: code that moved) and every unmapped C name.
 --selftest proves on small fixtures, and on a copy of the real design.rst,
 that dangling references, missing rows and rows pointing nowhere are caught.
 """
@@ -385,6 +386,36 @@ def map_rows(doc_text):
     return [(l, first[0], " ".join(rest)) for l, first, rest in rows]
 
 
+def index_of(root, cache, path):
+    """The (names, owners) index of a file, cached."""
+    if path not in cache:
+        text = open(os.path.join(root, path), encoding="utf-8").read()
+        cache[path] = rust_index(text) if path.endswith(".rs") else (c_items(text), {})
+    return cache[path]
+
+
+def defines(index, item):
+    names, owners = index
+    if "::" in item:
+        owner, member = item.split("::")
+        return member in owners.get(owner, ())
+    return item in names
+
+
+def elsewhere(root, cache, item, skip):
+    """Files under rust/ and include/ that define item (a hint for moves)."""
+    found = []
+    for top in ("rust", "include"):
+        for d, subdirs, fs in os.walk(os.path.join(root, top)):
+            subdirs[:] = sorted(s for s in subdirs if s not in ("target", "fuzz", "tests", "examples"))
+            for f in sorted(fs):
+                if not f.endswith((".rs", ".c", ".h")): continue
+                path = os.path.relpath(os.path.join(d, f), root)
+                if path != skip and defines(index_of(root, cache, path), item):
+                    found.append(path)
+    return " (defined in %s)" % ", ".join(found[:4]) if found else ""
+
+
 def check(root, doc_path, csrc, out=sys.stdout):
     """Runs both checks; returns the list of problems (empty: all good)."""
     doc_text = open(doc_path, encoding="utf-8").read()
@@ -399,25 +430,18 @@ def check(root, doc_path, csrc, out=sys.stdout):
             if not os.path.isdir(full): problems.append("%s: no such directory" % where)
             continue
         if not os.path.isfile(full):
-            problems.append("%s: no such file" % where)
+            hints = "".join("; %s%s" % (i, elsewhere(root, cache, i, path)) for i in items if ITEM.match(i))
+            problems.append("%s: no such file%s" % (where, hints))
             continue
         files.add(path)
-        if path not in cache:
-            text = open(full, encoding="utf-8").read()
-            cache[path] = rust_index(text) if path.endswith(".rs") else (c_items(text), {})
-        names, owners = cache[path]
+        index = index_of(root, cache, path)
         for item in items:
             nitems += 1
             if not ITEM.match(item):
                 problems.append("%s: '%s' is not an item name (Name or Type::member)" % (where, item))
-                continue
-            if "::" in item:
-                owner, member = item.split("::")
-                ok = member in owners.get(owner, ())
-            else:
-                ok = item in names
-            if not ok:
-                problems.append("%s: %s is not defined in %s" % (where, item, path))
+            elif not defines(index, item):
+                problems.append("%s: %s is not defined in %s%s"
+                                % (where, item, path, elsewhere(root, cache, item, path)))
     print("design-map: %d references, %d items in %d files" % (nrefs, nitems, len(files)), file=out)
     if csrc is None:
         print("design-map: C svcrdma source not found: its coverage is NOT checked", file=out)
@@ -543,6 +567,7 @@ BAD_DOC_ADDITIONS = '''
 ``rust/x/a.rs: Work::Busy``
 ``rust/x/missing.rs: plain``
 ``rust/y/``
+``rust/x/a.rs: moved``
 '''
 
 
@@ -558,6 +583,7 @@ def selftest():
         os.makedirs(os.path.join(tmp, "csrc/net/sunrpc/xprtrdma"))
         os.makedirs(os.path.join(tmp, "Documentation"))
         open(os.path.join(tmp, "rust/x/a.rs"), "w").write(FIXTURE_RS)
+        open(os.path.join(tmp, "rust/x/b.rs"), "w").write("pub(crate) fn moved() {}\n")
         open(os.path.join(tmp, "csrc/net/sunrpc/xprtrdma/svc_rdma_x.c"), "w").write(FIXTURE_C)
         csrc = os.path.join(tmp, "csrc")
         entry, structs, funcs = c_entry_points(csrc)
@@ -576,9 +602,11 @@ def selftest():
         p = check(tmp, doc, csrc, out=null)
         for bad in ("in_a_comment is not defined", "not_an_item is not defined",
                     "Conn::recvfrom is not defined", "Work::Busy is not defined",
-                    "rust/x/missing.rs: plain``: no such file", "rust/y/``: no such directory"):
+                    "rust/x/missing.rs: plain``: no such file; plain (defined in rust/x/a.rs)",
+                    "rust/y/``: no such directory",
+                    "moved is not defined in rust/x/a.rs (defined in rust/x/b.rs)"):
             expect(any(bad in x for x in p), "not caught: %s" % bad)
-        expect(len(p) == 6, "6 problems expected, got %d: %s" % (len(p), p))
+        expect(len(p) == 7, "7 problems expected, got %d: %s" % (len(p), p))
         # A missing row and a row that points nowhere.
         open(doc, "w").write(FIXTURE_DOC.replace("``helper``", "``helper_gone``")
                              .replace("- ``rust/x/a.rs: Work``", "- (to do)"))

@@ -461,7 +461,7 @@ def check(root, doc_path, csrc, out=sys.stdout):
                                 % (shown, named[n][0][0], kind, n))
     others = [n for n in funcs if n not in entry]
     mapped = sum(1 for n in others if n in named)
-    print("design-map: C %s: %d entry points, %d structures, each with a row; "
+    print("design-map: C %s: %d entry points and %d structures need a row; "
           "%d of its %d other (static) functions have rows too"
           % (os.path.basename(os.path.normpath(csrc)), len(entry), len(structs), mapped, len(others)),
           file=out)

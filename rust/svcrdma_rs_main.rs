@@ -11,7 +11,8 @@
 //! - [`proto`]: pure protocol logic with no kernel dependency (also built and
 //!   tested on the host with `cargo test`).
 //! - [`bindings`], [`rdma`], [`sunrpc`]: the generated C bindings and thin,
-//!   safe wrappers over the RDMA and sunrpc APIs.
+//!   safe wrappers over the RDMA and sunrpc APIs; [`net`]: the namespaces
+//!   and socket addresses both of them take.
 //! - [`transport`]: the transport itself: listeners, connection events and,
 //!   stage by stage, the RPC-over-RDMA data path.
 //! - [`params`]: the module parameters, validated.
@@ -31,6 +32,7 @@ mod bindings;
 mod globals;
 mod kwork;
 mod log;
+mod net;
 mod params;
 pub mod proto;
 mod rdma;

@@ -3,7 +3,6 @@
 //! Thin, safe wrappers over the kernel RDMA API (`rdma/rdma_cm.h`,
 //! `rdma/ib_verbs.h`).
 
-mod addr;
 pub(crate) mod cm;
 mod cq;
 mod device;
@@ -17,7 +16,6 @@ pub(crate) mod qp;
 pub(crate) mod recv;
 pub(crate) mod wr;
 
-pub(crate) use addr::{sockaddr_to_proto, IpSockAddr};
 pub(crate) use cq::Cq;
 pub(crate) use device::{DevName, Device};
 pub(crate) use pd::Pd;

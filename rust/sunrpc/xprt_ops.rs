@@ -14,7 +14,10 @@ use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 use kernel::prelude::*;
 
 use super::{Rqst, SvcXprt, XprtClass};
-use crate::bindings;
+use crate::{
+    bindings,
+    net::{IpSockAddr, NetRef},
+};
 
 /// A transport type embedding its `svc_xprt`: a listener or a connection.
 ///
@@ -108,15 +111,15 @@ pub(crate) struct CreateArgs<'a> {
 
 impl<'a> CreateArgs<'a> {
     /// The network namespace to listen in, borrowed.
-    pub(crate) fn net_ref(&self) -> Option<crate::rdma::cm::NetRef<'a>> {
+    pub(crate) fn net_ref(&self) -> Option<NetRef<'a>> {
         // SAFETY: `net` is live for `'a` (invariant).
-        unsafe { crate::rdma::cm::NetRef::from_raw(self.net) }
+        unsafe { NetRef::from_raw(self.net) }
     }
 
     /// A copy of the address to listen on.
-    pub(crate) fn ip_addr(&self) -> Option<crate::rdma::IpSockAddr> {
+    pub(crate) fn ip_addr(&self) -> Option<IpSockAddr> {
         // SAFETY: a whole `sockaddr_in` or `sockaddr_in6` (invariant).
-        unsafe { crate::rdma::IpSockAddr::copy_from(self.addr) }
+        unsafe { IpSockAddr::copy_from(self.addr) }
     }
 }
 
@@ -173,7 +176,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
     }
 
     /// Records the local address (shown by sunrpc, used to find listeners).
-    pub(crate) fn set_local(&self, addr: &crate::rdma::IpSockAddr) {
+    pub(crate) fn set_local(&self, addr: &IpSockAddr) {
         // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` (`IpSockAddr`);
         // sunrpc does not know the transport yet (invariant).
         unsafe { self.svc_xprt().set_local(addr.as_ptr()) };
@@ -181,7 +184,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
 
     /// Records the peer's address (port cleared: see
     /// [`SvcXprt::set_remote`]).
-    pub(crate) fn set_remote(&self, addr: &crate::rdma::IpSockAddr) {
+    pub(crate) fn set_remote(&self, addr: &IpSockAddr) {
         // SAFETY: as for `set_local`.
         unsafe { self.svc_xprt().set_remote(addr.as_ptr()) };
     }

@@ -34,10 +34,11 @@ use crate::{
     anchor::{impl_anchored, Anchor, AnchorRef},
     kwork,
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
+    net::IpSockAddr,
     proto::addr::SockAddr,
     rdma::{
         cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
-        DevName, IpSockAddr,
+        DevName,
     },
     sunrpc::{impl_has_svc_xprt, CreateArgs, Flag, NewXprt, SvcXprt},
 };

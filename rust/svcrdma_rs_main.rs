@@ -12,7 +12,8 @@
 //!   tested on the host with `cargo test`).
 //! - [`bindings`], [`rdma`], [`sunrpc`]: the generated C bindings and thin,
 //!   safe wrappers over the RDMA and sunrpc APIs; [`net`]: the namespaces
-//!   and socket addresses both of them take.
+//!   and socket addresses both of them take; [`pages`]: a request's pages
+//!   held together with the DMA mappings of them.
 //! - [`transport`]: the transport itself: listeners, connection events and,
 //!   stage by stage, the RPC-over-RDMA data path.
 //! - [`params`]: the module parameters, validated.
@@ -33,6 +34,7 @@ mod globals;
 mod kwork;
 mod log;
 mod net;
+mod pages;
 mod params;
 pub mod proto;
 mod rdma;

@@ -8,7 +8,6 @@ mod cq;
 mod device;
 pub(crate) mod dma;
 pub(crate) mod endpoint;
-pub(crate) mod mapped;
 pub(crate) mod mr;
 pub(crate) mod owned;
 mod pd;

@@ -4,6 +4,9 @@
 //! mapping made of them ([`MappedPages`]), so that no mapping outlives the
 //! memory it maps.
 //!
+//! The glue between the two layers below it: the pages come from sunrpc's
+//! requests ([`HeldPages`]), the mappings from the RDMA wrappers.
+//!
 //! Pages come in first (taken from the nfsd request), mappings are made
 //! only of pages the value holds, and the pages leave (put, or given to a
 //! request) only once nothing maps them. Under FRMR the mappings live in
@@ -11,12 +14,14 @@
 
 use kernel::prelude::*;
 
-use super::{
-    dma::{Dir, DmaDev, DmaMaps},
-    mr::{MrLease, MrMapped, MrTable},
-    Pd,
+use crate::{
+    rdma::{
+        dma::{Dir, DmaDev, DmaMaps},
+        mr::{MrLease, MrMapped, MrTable},
+        Pd,
+    },
+    sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE},
 };
-use crate::sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE};
 
 /// One RPC's pages (a Call's Read sink or a Reply's Write source) with the
 /// mappings of them: DMA mappings, and the FRMR leases whose entries map

@@ -257,8 +257,8 @@ pub(crate) enum PostError<T> {
     Fenced(Error),
     /// Part was posted and no marker could be: nothing says when the
     /// device is done with the owner's memory, so it is kept as an
-    /// [`Orphan`], which only the endpoint gives back once its QP is
-    /// destroyed ([`super::endpoint::Endpoint::reclaim`]).
+    /// [`Orphan`], given back only once the endpoint's QP is destroyed
+    /// ([`Orphan::reclaim`]).
     Leaked(Orphan<T>, Error),
 }
 
@@ -270,13 +270,30 @@ pub(crate) enum PostError<T> {
 /// `ptr` is a leaked `KBox<T>`, referred to only by requests posted on the
 /// QP of the endpoint at address `ep`.
 pub(crate) struct Orphan<T> {
-    pub(super) ptr: NonNull<T>,
-    pub(super) ep: usize,
+    ptr: NonNull<T>,
+    ep: usize,
 }
 
 // SAFETY: an orphan is the only handle to its owner, a `KBox<T>`, which
 // may move between threads if `T` may.
 unsafe impl<T: Send> Send for Orphan<T> {}
+
+impl<T> Orphan<T> {
+    /// The owner, once `ep`'s QP is destroyed (the device no longer uses
+    /// its memory, and no completion refers to it); before that, or for
+    /// another endpoint's orphan, the orphan unchanged.
+    pub(crate) fn reclaim<H: EndpointOwner>(
+        self,
+        ep: &Endpoint<H>,
+    ) -> core::result::Result<KBox<T>, Self> {
+        if !ep.is_destroyed() || self.ep != core::ptr::from_ref(ep) as usize {
+            return Err(self);
+        }
+        // SAFETY: a leaked `KBox<T>` (invariant) whose only users, `ep`'s
+        // requests, are gone with its QP.
+        Ok(unsafe { KBox::from_raw(self.ptr.as_ptr()) })
+    }
+}
 
 /// What [`post_chain`] did with a chain.
 enum Attempt<T> {

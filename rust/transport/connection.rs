@@ -828,7 +828,7 @@ impl Connection {
             // (their device counts with them).
             let orphans = core::mem::take(&mut *conn.orphans.lock());
             for o in orphans {
-                match r.ep.reclaim(o) {
+                match o.reclaim(&r.ep) {
                     Ok(ctxt) => conn.ctxt_put(ctxt),
                     Err(_) => {
                         pr_warn_ratelimited!("connection {}: a context stays leaked\n", conn.id)

@@ -151,6 +151,7 @@ pub(crate) struct Connection {
     pub(crate) id: u64,
     registry: Arc<Registry>,
     /// Counts the CM id and the QP that deliver events to the connection.
+    #[pin]
     anchor: Anchor,
 }
 
@@ -267,7 +268,7 @@ impl Connection {
             info,
             id,
             registry,
-            anchor: Anchor::new(),
+            anchor <- Anchor::new(),
         })
     }
 

@@ -97,6 +97,7 @@ pub(crate) struct Listener {
     requests: Requests,
     registry: Arc<Registry>,
     /// Counts the ids and the queued work item that refer to the listener.
+    #[pin]
     anchor: Anchor,
 }
 
@@ -312,7 +313,7 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
             relisten <- new_delayed_work!("svcrdma_rs_relisten"),
             requests <- Requests::new(),
             registry,
-            anchor: Anchor::new(),
+            anchor <- Anchor::new(),
         }),
         GFP_KERNEL,
     )?;

@@ -4,15 +4,46 @@
 //! argument pages a Call is assembled into, the Reply's `xdr_buf`, and the
 //! transport's per-request context pointer.
 
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{page::BorrowedPage, prelude::*};
 
 use super::SvcXprt;
 use crate::{bindings, proto::layout::ArgShape};
 
 /// The page size the argument and reply buffers are made of.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+
+/// Borrows `page` as the kernel crate's page type (`None` if null), to
+/// copy into or out of it through a temporary mapping.
+///
+/// # Safety
+///
+/// `page` is null or a live page that stays allocated for `'a`.
+pub(super) unsafe fn borrow_page<'a>(page: *mut bindings::page) -> Option<BorrowedPage<'a>> {
+    // The kernel crate's `struct page` and ours are the one C type.
+    let page = NonNull::new(page.cast::<kernel::bindings::page>())?;
+    // SAFETY: live for `'a` (the caller's promise).
+    Some(unsafe { BorrowedPage::from_raw(page) })
+}
+
+/// Writes `n` bytes at `off` of `page`: `src`'s first `n`, or zeros.
+///
+/// # Safety
+///
+/// Nothing else reads or writes those bytes of the page meanwhile.
+unsafe fn fill_page(page: &BorrowedPage<'_>, off: usize, n: usize, src: Option<&[u8]>) -> Result {
+    match src {
+        Some(s) => {
+            let s = s.get(..n).ok_or(EINVAL)?;
+            // SAFETY: `s` has `n` readable bytes; nothing else uses the
+            // page's bytes (the caller's promise); the bounds are checked.
+            unsafe { page.write_raw(s.as_ptr(), off, n) }
+        }
+        // SAFETY: as above.
+        None => unsafe { page.fill_zero_raw(off, n) },
+    }
+}
 
 /// Pages moved out of a request ([`Rqst::take_arg_pages`],
 /// [`Rqst::take_reply_pages`]), each with its reference, which is put when
@@ -114,35 +145,35 @@ impl HeldPages {
 
     /// Copies `src` into the held pages, taken as one buffer, at `offset`.
     pub(crate) fn write(&mut self, offset: usize, src: &[u8]) -> Result {
-        self.fill(offset, src.len(), |dst, at| {
-            dst.copy_from_slice(&src[at..at + dst.len()])
-        })
+        self.fill(offset, src.len(), Some(src))
     }
 
     /// Zeroes `len` bytes of the held pages, taken as one buffer, at
     /// `offset`.
     pub(crate) fn zero(&mut self, offset: usize, len: usize) -> Result {
-        self.fill(offset, len, |dst, _| dst.fill(0))
+        self.fill(offset, len, None)
     }
 
-    fn fill(&mut self, offset: usize, len: usize, mut f: impl FnMut(&mut [u8], usize)) -> Result {
+    /// Writes `len` bytes at `offset` of the held pages: `src`'s, or zeros.
+    fn fill(&mut self, offset: usize, len: usize, src: Option<&[u8]>) -> Result {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.pages.len().saturating_mul(PAGE_SIZE) {
             return Err(EMSGSIZE);
         }
         let (mut at, mut done) = (offset, 0);
         while at < end {
-            let page = self.page(at / PAGE_SIZE).ok_or(EINVAL)?;
+            // SAFETY: a page the value holds a reference on, so live while
+            // `self` is borrowed.
+            let page = unsafe { borrow_page(self.page(at / PAGE_SIZE).ok_or(EINVAL)?) };
+            let page = page.ok_or(EINVAL)?;
             let off = at % PAGE_SIZE;
             let n = (PAGE_SIZE - off).min(end - at);
-            // A page the value holds a reference on (lowmem: ours or
-            // sunrpc's argument pages), written only by its holder.
-            // SAFETY: the page is held and lowmem; `off + n` stays within it.
-            let dst = unsafe {
-                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
-                core::slice::from_raw_parts_mut(base.add(off), n)
-            };
-            f(dst, done);
+            let src = src.map(|s| s.get(done..).unwrap_or(&[]));
+            // The holder alone uses its pages (`&mut self`); it lends them to
+            // the device only through `MappedPages`, which writes them only
+            // while nothing maps them.
+            // SAFETY: so nothing else reads or writes them meanwhile.
+            unsafe { fill_page(&page, off, n, src) }?;
             done += n;
             at += n;
         }
@@ -448,28 +479,33 @@ impl<'a, C> Rqst<'a, C> {
 
     /// Copies `src` into the argument buffer at `offset`.
     pub(crate) fn arg_write(&mut self, offset: usize, src: &[u8]) -> Result {
-        self.arg_fill(offset, src.len(), |dst, at| {
-            dst.copy_from_slice(&src[at..at + dst.len()])
-        })
+        self.arg_fill(offset, src.len(), Some(src))
     }
 
     /// Mutant corrupt_read_sink: inverts the argument byte at `offset`.
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
     pub(crate) fn arg_flip(&mut self, offset: usize) -> Result {
-        self.arg_fill(offset, 1, |dst, _| dst.iter_mut().for_each(|b| *b = !*b))
+        let (page, off) = self.arg_page(offset).ok_or(EINVAL)?;
+        let mut b = [0u8];
+        // SAFETY: an argument page of this request, live while it is
+        // borrowed.
+        let page = unsafe { borrow_page(page) }.ok_or(EINVAL)?;
+        // SAFETY: the calling thread owns the request and its pages; `b`
+        // has room for the byte.
+        unsafe { page.read_raw(b.as_mut_ptr(), off, 1) }?;
+        b[0] = !b[0];
+        // SAFETY: as above.
+        unsafe { fill_page(&page, off, 1, Some(&b)) }
     }
 
     /// Zeroes `len` bytes of the argument buffer at `offset`.
     pub(crate) fn arg_zero(&mut self, offset: usize, len: usize) -> Result {
-        self.arg_fill(offset, len, |dst, _| dst.fill(0))
+        self.arg_fill(offset, len, None)
     }
 
-    fn arg_fill(
-        &mut self,
-        mut offset: usize,
-        len: usize,
-        mut f: impl FnMut(&mut [u8], usize),
-    ) -> Result {
+    /// Writes `len` bytes at `offset` of the argument buffer: `src`'s, or
+    /// zeros.
+    fn arg_fill(&mut self, mut offset: usize, len: usize, src: Option<&[u8]>) -> Result {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.arg_capacity() {
             return Err(EMSGSIZE);
@@ -478,13 +514,13 @@ impl<'a, C> Rqst<'a, C> {
         while offset < end {
             let (page, off) = self.arg_page(offset).ok_or(EINVAL)?;
             let n = (PAGE_SIZE - off).min(end - offset);
-            // SAFETY: an argument page of this request (lowmem, owned by
-            // the nfsd thread); `off + n` stays within it.
-            let dst = unsafe {
-                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
-                core::slice::from_raw_parts_mut(base.add(off), n)
-            };
-            f(dst, done);
+            // SAFETY: an argument page of this request, which holds it while
+            // `self` is borrowed.
+            let page = unsafe { borrow_page(page) }.ok_or(EINVAL)?;
+            let src = src.map(|s| s.get(done..).unwrap_or(&[]));
+            // SAFETY: the calling thread owns the request and its argument
+            // pages (`&mut self`): nothing else uses them meanwhile.
+            unsafe { fill_page(&page, off, n, src) }?;
             done += n;
             offset += n;
         }

@@ -21,6 +21,7 @@
 //!   objects safely: counted references to the objects they are called
 //!   with, delayed work through such references, and the module-wide
 //!   statics for callbacks that come with no object.
+//! - [`fifo`]: the fixed-size queues the transport and the send order use.
 //! - [`sysfs`], [`trace`], [`log`]: the sysfs directories, the tracepoints
 //!   and rate-limited logging.
 
@@ -30,6 +31,7 @@ use kernel::prelude::*;
 
 mod anchor;
 mod bindings;
+mod fifo;
 mod globals;
 mod kwork;
 mod log;

@@ -26,7 +26,6 @@ use kernel::{
 
 use super::{
     ctxt::{CallCtxt, CtxtPool},
-    fifo::Fifo,
     frmr::{FrmrPool, MrFree},
     registry::{ConnAttrs, ConnView, Registry},
     sq_slots::SendQueue,
@@ -34,6 +33,7 @@ use super::{
 };
 use crate::{
     anchor::{impl_anchored, Anchor},
+    fifo::Fifo,
     log::pr_warn_ratelimited,
     proto::inline::RECV_BATCH,
     rdma::{

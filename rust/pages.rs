@@ -274,9 +274,13 @@ impl MappedPages {
     ) -> Result<MrMapped> {
         let Self { mrs, pages, .. } = self;
         let pages = &*pages;
-        // Within the held pages (checked here), so every index has a page.
-        let sink = Self::pieces(pages.len(), offset, len)?
-            .map(move |(i, off, n)| (pages.page(i).unwrap_or(core::ptr::null_mut()), off, n));
+        // Within the held pages (checked by `pieces`), so every index has a
+        // page; a piece without one would fail the mapping (short).
+        let pieces = Self::pieces(pages.len(), offset, len)?;
+        if kernel::warn_on!(pieces.clone().any(|(i, _, _)| pages.page(i).is_none())) {
+            return Err(EINVAL);
+        }
+        let sink = pieces.filter_map(move |(i, off, n)| Some((pages.page(i)?, off, n)));
         let lease = mrs.get_mut(k).ok_or(EINVAL)?;
         // INVARIANT: the lease, if mapped by this, maps held pages.
         // Every page is one `pages` holds, and stays there while the lease,

@@ -418,10 +418,13 @@ impl MrTable {
     /// Undoes [`MrTable::map`] for `lease`'s entry (the device must be
     /// done with the pages: the chain that read into them completed).
     pub(crate) fn unmap(&self, lease: &mut MrLease) {
-        if let Some(st) = self.state(lease) {
-            st.unmap(&self.dev);
-            lease.mapped = false;
-        }
+        // Leases are used on their own table only.
+        let Some(st) = self.state(lease) else {
+            kernel::warn_on!(true);
+            return;
+        };
+        st.unmap(&self.dev);
+        lease.mapped = false;
     }
 
     /// Takes `lease`'s entry out of use for good, after a failed chain may
@@ -430,10 +433,13 @@ impl MrTable {
     /// keeps both until the table is dropped (the mapping must outlive any
     /// translation the device still holds), with a reference of its own on
     /// each mapped page (so the lease holder may put its pages), and
-    /// `EBUSY` says so. The lease is used up either way.
+    /// `EBUSY` says so (`EINVAL`, with a warning: another table's lease).
+    /// The lease is used up either way.
     pub(crate) fn retire(&self, mut lease: MrLease) -> Result {
+        // Leases are used on their own table only.
         let Some(st) = self.state(&mut lease) else {
-            return Ok(());
+            kernel::warn_on!(true);
+            return Err(EINVAL);
         };
         if !st.retired {
             self.retired.fetch_add(1, Relaxed);

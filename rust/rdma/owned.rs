@@ -327,7 +327,8 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     signaled: bool,
 ) -> Attempt<T> {
     // Every pointer handed to the device derives from `raw`.
-    let raw = KBox::into_raw(owner);
+    let ptr = NonNull::from(KBox::leak(owner));
+    let raw = ptr.as_ptr();
     let base = raw.cast::<u8>();
     // SAFETY: the offsets are those of fields of `T` (the trait's contract).
     let (done_cqe, err_cqe) = unsafe {
@@ -345,7 +346,7 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     let c = chain(unsafe { &mut *raw });
     let n = c.len();
     if n == 0 {
-        // SAFETY: nothing was posted; `raw` came from `into_raw` above.
+        // SAFETY: nothing was posted; `raw` was leaked from a box above.
         return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL);
     }
     let head = c.link(done_cqe, err_cqe, signaled);
@@ -356,10 +357,6 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     // touched unless nothing was posted.
     // SAFETY: the requests' memory outlives the device's use of it.
     let rc = unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) };
-    // (`KBox::into_raw` never gives null.)
-    let Some(ptr) = NonNull::new(raw) else {
-        return Attempt::Signaled;
-    };
     if rc == 0 {
         return if signaled {
             Attempt::Signaled
@@ -376,7 +373,7 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     }
     if posted == 0 {
         // SAFETY: nothing was posted: no completion refers to the owner,
-        // which came from `KBox::into_raw` above.
+        // which was leaked from a box above.
         return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, e);
     }
     Attempt::Partial(ptr, e)

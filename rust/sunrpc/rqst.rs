@@ -124,9 +124,8 @@ impl HeldPages {
             let Some(page) = spare.pages.pop() else {
                 break;
             };
-            // INVARIANT: the reference moves with the page. (Cannot fail:
-            // room for `n` was reserved above.)
-            let _ = self.pages.push_within_capacity(page);
+            // INVARIANT: the reference moves with the page.
+            self.push_reserved(page);
         }
         for _ in self.pages.len()..n {
             let Ok(page) = kernel::page::Page::alloc_page(flags) else {
@@ -134,13 +133,23 @@ impl HeldPages {
                 return Err(ENOMEM);
             };
             // INVARIANT: the new page's one reference moves into the value
-            // (put by `clear`, or moved on with the page).
+            // (put by `clear`, or moved on with the page). The kernel
+            // crate's `struct page` and ours are the one C type.
             let page = core::mem::ManuallyDrop::new(page);
-            // Cannot fail: room for `n` was reserved above. (The kernel
-            // crate's `struct page` and ours are the one C type.)
-            let _ = self.pages.push_within_capacity(page.as_ptr().cast());
+            self.push_reserved(page.as_ptr().cast());
         }
         Ok(())
+    }
+
+    /// Adds `page` with its reference, into room reserved before. Were
+    /// there none (a bug: every caller reserves first), it warns and puts
+    /// the page.
+    fn push_reserved(&mut self, page: *mut bindings::page) {
+        if let Err(e) = self.pages.push_within_capacity(page) {
+            kernel::warn_on!(true);
+            // SAFETY: the reference came with the page, and leaves with it.
+            unsafe { bindings::svcrdma_rs_put_page(e.0) };
+        }
     }
 
     /// Copies `src` into the held pages, taken as one buffer, at `offset`.
@@ -542,19 +551,22 @@ impl<'a, C> Rqst<'a, C> {
         if (0..n).any(|i| unsafe { *r.rq_pages.add(i) }.is_null()) {
             return Err(EINVAL);
         }
+        let mut taken = Ok(());
         for i in 0..n {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
-            // Cannot fail: room for `n` was reserved above.
-            // INVARIANT: the slot's reference moves to `out`.
-            if out.pages.push_within_capacity(*slot).is_ok() {
-                *slot = core::ptr::null_mut();
+            // INVARIANT: the slot's reference moves to `out`, into the room
+            // reserved above (were there none, the page stays in its slot).
+            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
+                taken = Err(ENOMEM);
+                break;
             }
+            *slot = core::ptr::null_mut();
         }
         // sunrpc refills the first `rq_pages_nfree` slots (its contract for
         // transports that keep request pages).
         r.rq_pages_nfree = r.rq_pages_nfree.max(n);
-        Ok(())
+        taken
     }
 
     /// Gives `pages`, taken from this request by [`Rqst::take_arg_pages`]
@@ -775,9 +787,11 @@ impl<'a, C> Rqst<'a, C> {
         for i in 0..n {
             // SAFETY: `i` is below `n`, inside the array (`cap`).
             let slot = unsafe { &mut *r.rq_respages.add(i) };
-            // Room was reserved above.
-            // INVARIANT: the slot's reference moves to `out`.
-            out.pages.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            // INVARIANT: the slot's reference moves to `out`, into the room
+            // reserved above (were there none, the page stays in its slot).
+            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
+                return Err(ENOMEM);
+            }
             *slot = core::ptr::null_mut();
         }
         // sunrpc refills the emptied slots of `[rq_respages, rq_next_page)`

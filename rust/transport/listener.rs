@@ -28,7 +28,7 @@ use kernel::{
 use super::{
     accept::{self, AddrShown, Arrivals, Requests},
     class::CLASS,
-    registry::{registry, Registry},
+    registry::Registry,
 };
 use crate::{
     anchor::{impl_anchored, Anchor, AnchorRef},
@@ -297,8 +297,8 @@ impl kernel::fmt::Display for Dev {
 }
 
 /// Creates a listener (sunrpc's `xpo_create`) on `args`' address.
-pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
-    let registry = registry().ok_or(ENODEV)?;
+pub(super) fn create(registry: &Arc<Registry>, args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
+    let registry = registry.clone();
     let l = KBox::pin_init(
         try_pin_init!(Listener {
             xprt: SvcXprt::uninit(),

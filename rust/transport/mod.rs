@@ -46,4 +46,4 @@ mod stats;
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use backchannel::{register_class as register_bc_class, RdmaBc};
 pub(crate) use class::{register_class, Rdma};
-pub(crate) use registry::{install as install_registry, Installed as InstalledRegistry, Registry};
+pub(crate) use registry::new as new_registry;

@@ -118,6 +118,67 @@ struct EntryState {
 }
 
 impl EntryState {
+    /// The entry's MR, allocated (on `pd`, for `pages_per_mr` pages, counted
+    /// in `allocated`) with its scatterlist on the first use.
+    fn mr(
+        &mut self,
+        pd: &Pd,
+        pages_per_mr: u32,
+        allocated: &Atomic<u32>,
+    ) -> Result<*mut bindings::ib_mr> {
+        if let Some(mr) = &self.mr {
+            return Ok(mr.as_ptr());
+        }
+        // The scatterlist first: if the MR cannot be had, the next use
+        // tries again with it in place.
+        let n = pages_per_mr as usize;
+        if self.sgl.len() < n {
+            self.sgl.resize(n, Default::default(), GFP_KERNEL)?;
+        }
+        let mr = self.mr.insert(Mr::new(pd, pages_per_mr)?).as_ptr();
+        allocated.fetch_add(1, Relaxed);
+        Ok(mr)
+    }
+
+    /// DMA-maps `pages` (`len` bytes in all) on `dev` through the entry's
+    /// scatterlist, for the device to write; returns how many scatterlist
+    /// entries the mapping took.
+    ///
+    /// # Safety
+    ///
+    /// The pages must stay allocated until [`EntryState::unmap`].
+    unsafe fn map_pages(
+        &mut self,
+        dev: &DmaDev,
+        pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
+        len: usize,
+    ) -> Result<i32> {
+        let (count, bytes) = pages
+            .clone()
+            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
+        if count == 0 || count > self.sgl.len() || bytes != len || self.mapped.is_some() {
+            return Err(EINVAL);
+        }
+        let n = count as u32;
+        let sgl = &mut self.sgl;
+        // SAFETY: `sgl` has at least `n` entries.
+        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
+        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
+            // SAFETY: an initialized scatterlist entry; the page is live.
+            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
+        }
+        let dir = Dir::FromDevice.raw();
+        // SAFETY: `n` initialized entries of live pages on a live device.
+        let got = unsafe {
+            bindings::svcrdma_rs_ib_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
+        };
+        if got <= 0 {
+            return Err(EIO);
+        }
+        self.mapped = Some(n as i32);
+        Ok(got)
+    }
+
     /// Undoes the DMA mapping of the entry's pages, if any, on `dev` (the
     /// table's).
     fn unmap(&mut self, dev: &DmaDev) {
@@ -335,55 +396,17 @@ impl MrTable {
         if st.retired {
             return Err(EINVAL);
         }
-        let EntryState {
-            mr: slot,
-            sgl,
-            mapped,
-            ..
-        } = st;
-        let mr = match slot {
-            Some(mr) => mr.as_ptr(),
-            None => {
-                // First use. The scatterlist first: if the MR cannot be
-                // had, the next use tries again with it in place.
-                let n = self.pages_per_mr as usize;
-                if sgl.len() < n {
-                    sgl.resize(n, Default::default(), GFP_KERNEL)?;
-                }
-                let mr = slot.insert(Mr::new(pd, self.pages_per_mr)?).as_ptr();
-                self.allocated.fetch_add(1, Relaxed);
-                mr
-            }
-        };
-        let (count, bytes) = pages
-            .clone()
-            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
-        if count == 0 || count > sgl.len() || bytes != len || mapped.is_some() {
-            return Err(EINVAL);
-        }
-        let n = count as u32;
-        // SAFETY: `sgl` has at least `n` entries.
-        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
-        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
-            // SAFETY: an initialized scatterlist entry; the page is live.
-            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
-        }
-        let dir = Dir::FromDevice.raw();
-        // SAFETY: `n` initialized entries of live pages on a live device.
-        let got = unsafe {
-            bindings::svcrdma_rs_ib_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
-        };
-        if got <= 0 {
-            return Err(EIO);
-        }
-        *mapped = Some(n as i32);
+        let mr = st.mr(pd, self.pages_per_mr, &self.allocated)?;
+        // SAFETY: the pages stay allocated while the entry maps them (the
+        // function's safety requirement).
+        let got = unsafe { st.map_pages(dev, pages, len) }?;
         // The MR is not registered: a leased entry's MR was invalidated
         // before its lease went back to the free list.
         // SAFETY: the MR is ours (leased entry); `got` mapped entries.
         let done = unsafe {
             bindings::ib_map_mr_sg(
                 mr,
-                sgl.as_mut_ptr(),
+                st.sgl.as_mut_ptr(),
                 got,
                 core::ptr::null_mut(),
                 kernel::page::PAGE_SIZE as u32,

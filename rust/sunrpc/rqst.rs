@@ -393,6 +393,85 @@ fn reply_slots(r: &bindings::svc_rqst) -> usize {
     usize::try_from(n).unwrap_or(0).min(r.rq_maxpages)
 }
 
+/// The Reply's pages of `r`: how many slots from `rq_respages` they fill
+/// (up to `rq_next_page`, or further if the page list spans more), and
+/// where the page list starts among them (`usize::MAX`: elsewhere); `None`
+/// before sunrpc set up the Reply. Fails if they overrun the array or one
+/// of those slots is empty: when it succeeds, each of the first `n` slots
+/// is in the array and holds a page.
+fn reply_pages(r: &bindings::svc_rqst) -> Result<Option<(usize, usize)>> {
+    if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: both point into the `rq_respages` array (sunrpc keeps
+    // `rq_next_page` within it).
+    let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
+    let n = usize::try_from(n).map_err(|_| EINVAL)?;
+    let cap = reply_slots(r);
+    let res = &r.rq_res;
+    // Where the page list starts among the Reply's pages, if it lies in
+    // them (it is `rq_respages + 1` as `svc_process` sets it up).
+    let base = r.rq_respages as usize;
+    let size = core::mem::size_of::<*mut bindings::page>();
+    let first = (res.pages as usize)
+        .checked_sub(base)
+        .filter(|d| d % size == 0 && d / size <= cap)
+        .map_or(usize::MAX, |d| d / size);
+    // An encoder may fill the page list without moving `rq_next_page`
+    // (NFSv3 GETACL spilling out of the head): the pages it spans are
+    // the Reply's too.
+    let spanned = if first == usize::MAX || res.page_len == 0 {
+        0
+    } else {
+        first + (res.page_base as usize + res.page_len as usize).div_ceil(PAGE_SIZE)
+    };
+    let n = n.max(spanned);
+    if n > cap {
+        return Err(EINVAL);
+    }
+    // SAFETY: `0..n` is within the array (`cap`).
+    if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
+        return Err(EINVAL);
+    }
+    Ok(Some((n, first)))
+}
+
+/// Whether the head and tail of `r`'s Reply each lie within one of its
+/// first `n` reply pages.
+///
+/// `svc_process` points the head at the start of `rq_respages[0]`
+/// (`svc.c`), and the XDR encoder (`xdr.c`, `xdr_write_pages`,
+/// `xdr_get_next_encode_buffer`) places the tail at its current position,
+/// in the head's page or in an encode page of the page list. That is
+/// nfsd's convention, not a rule this code can lean on: a kvec found
+/// elsewhere fails the Reply, before anything maps it, instead of letting
+/// the device read memory nothing holds.
+///
+/// # Safety
+///
+/// Each of the first `n` slots from `rq_respages` is in the array and
+/// holds a page ([`reply_pages`]).
+unsafe fn kvecs_in_pages(r: &bindings::svc_rqst, n: usize) -> bool {
+    let held = |i: usize| {
+        // SAFETY: `i` is below `n`: in the array, holding a page (the
+        // function's safety requirement).
+        let page = unsafe { *r.rq_respages.add(i) };
+        // SAFETY: a page the request holds; reply pages are lowmem.
+        unsafe { bindings::svcrdma_rs_page_address(page) as usize }
+    };
+    let lies_in_held = |base: *mut core::ffi::c_void, len: usize| {
+        let b = base as usize;
+        len == 0
+            || (0..n).any(|i| {
+                let start = held(i);
+                b >= start && b.checked_add(len).is_some_and(|e| e <= start + PAGE_SIZE)
+            })
+    };
+    let res = &r.rq_res;
+    lies_in_held(res.head[0].iov_base, res.head[0].iov_len)
+        && lies_in_held(res.tail[0].iov_base, res.tail[0].iov_len)
+}
+
 impl<'a, C> Rqst<'a, C> {
     /// Borrows the request sunrpc passed to an op.
     ///
@@ -710,70 +789,17 @@ impl<'a, C> Rqst<'a, C> {
         }
         out.reply = None;
         let r = self.r_mut();
-        if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+        let Some((n, first)) = reply_pages(r)? else {
             return Ok(());
-        }
-        // SAFETY: both point into the `rq_respages` array (sunrpc keeps
-        // `rq_next_page` within it).
-        let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
-        let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        let cap = reply_slots(r);
-        let res = &r.rq_res;
-        // Where the page list starts among the Reply's pages, if it lies in
-        // them (it is `rq_respages + 1` as `svc_process` sets it up).
-        let base = r.rq_respages as usize;
-        let size = core::mem::size_of::<*mut bindings::page>();
-        let first = (res.pages as usize)
-            .checked_sub(base)
-            .filter(|d| d % size == 0 && d / size <= cap)
-            .map_or(usize::MAX, |d| d / size);
-        // An encoder may fill the page list without moving `rq_next_page`
-        // (NFSv3 GETACL spilling out of the head): the pages it spans are
-        // the Reply's too.
-        let spanned = if first == usize::MAX || res.page_len == 0 {
-            0
-        } else {
-            first + (res.page_base as usize + res.page_len as usize).div_ceil(PAGE_SIZE)
         };
-        let n = n.max(spanned);
-        if n > cap {
-            return Err(EINVAL);
-        }
-        // SAFETY: `0..n` is within the array (`cap`).
-        if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
-            return Err(EINVAL);
-        }
-        // The head and tail must each lie within one of these pages:
-        // `svc_process` points the head at the start of `rq_respages[0]`
-        // (`svc.c`), and the XDR encoder (`xdr.c`, `xdr_write_pages`,
-        // `xdr_get_next_encode_buffer`) places the tail at its current
-        // position, in the head's page or in an encode page of the page
-        // list. That is nfsd's convention, not a rule this code can lean
-        // on: a kvec found elsewhere fails the Reply here, before anything
-        // maps it, instead of letting the device read memory nothing holds.
-        let held = |i: usize| {
-            // SAFETY: `i` is below `n`, inside the array (`cap`); the slot
-            // holds a page (checked above).
-            let page = unsafe { *r.rq_respages.add(i) };
-            // SAFETY: a page the request holds; reply pages are lowmem.
-            unsafe { bindings::svcrdma_rs_page_address(page) as usize }
-        };
-        let lies_in_held = |base: *mut core::ffi::c_void, len: usize| {
-            let b = base as usize;
-            len == 0
-                || (0..n).any(|i| {
-                    let start = held(i);
-                    b >= start && b.checked_add(len).is_some_and(|e| e <= start + PAGE_SIZE)
-                })
-        };
-        if !lies_in_held(res.head[0].iov_base, res.head[0].iov_len)
-            || !lies_in_held(res.tail[0].iov_base, res.tail[0].iov_len)
-        {
+        // SAFETY: `reply_pages` checked the first `n` slots.
+        if !unsafe { kvecs_in_pages(r, n) } {
             crate::log::pr_warn_ratelimited!(
                 "a Reply's head or tail lies outside the request's reply pages; the Reply fails\n"
             );
             return Err(EINVAL);
         }
+        let res = &r.rq_res;
         out.pages.reserve(n, GFP_KERNEL)?;
         // With no page taken there is no layout, and no piece to map.
         let layout = (n > 0).then_some(ReplyLayout {
@@ -785,7 +811,7 @@ impl<'a, C> Rqst<'a, C> {
             len: res.len as usize,
         });
         for i in 0..n {
-            // SAFETY: `i` is below `n`, inside the array (`cap`).
+            // SAFETY: `i` is below `n`, inside the array (`reply_pages`).
             let slot = unsafe { &mut *r.rq_respages.add(i) };
             // INVARIANT: the slot's reference moves to `out`, into the room
             // reserved above (were there none, the page stays in its slot).
@@ -797,7 +823,7 @@ impl<'a, C> Rqst<'a, C> {
         // sunrpc refills the emptied slots of `[rq_respages, rq_next_page)`
         // only (`svc_alloc_arg`): those taken past it are brought into that
         // range, or the next request would find them empty.
-        // SAFETY: `n` is at most `cap`, within the array or one past it.
+        // SAFETY: `n` is within the array or one past it (`reply_pages`).
         r.rq_next_page = unsafe { r.rq_respages.add(n) };
         // INVARIANT: the layout of the Reply whose pages were just taken.
         out.reply = layout;

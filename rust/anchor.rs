@@ -14,44 +14,62 @@
 //! live object. Owners give the counts back before they free the object
 //! (destroying or silencing their ids, destroying their QPs, cancelling
 //! their work), so in a correct program the wait never waits.
+//!
+//! The count is a `refcount_t` ([`Refcount`]: it saturates instead of
+//! wrapping, and warns on a count taken on an object whose drop began), and
+//! the wait sleeps on a [`Completion`] that the last count given back
+//! completes, as the C kernel pairs a `kref` with a `completion`.
 
-use core::{marker::PhantomPinned, ptr::NonNull};
+use core::ptr::NonNull;
 
 use kernel::{
     prelude::*,
-    sync::atomic::{
-        ordering::{Acquire, Relaxed, Release},
-        Atomic,
-    },
-    time::{delay::fsleep, Delta},
+    sync::{Completion, Refcount},
 };
 
 /// The count of references to the object that embeds it.
 ///
 /// # Invariants
 ///
-/// `refs` counts the [`AnchorRef`]s and raw counts ([`AnchorRef::into_raw`])
-/// taken on this anchor and not yet given back.
+/// `refs` is one for the object itself until its drop begins
+/// ([`Anchor::wait`]), plus one per [`AnchorRef`] and raw count
+/// ([`AnchorRef::into_raw`]) taken on this anchor and not yet given back.
+/// `released` is completed by whoever takes `refs` to zero, and only then.
+#[pin_data]
 pub(crate) struct Anchor {
-    refs: Atomic<u32>,
-    /// An embedding object is `!Unpin`: a `Pin<&T>` means it stays put.
-    _pin: PhantomPinned,
+    refs: Refcount,
+    /// Pinned, so an embedding object is `!Unpin`: a `Pin<&T>` means it
+    /// stays put.
+    #[pin]
+    released: Completion,
 }
 
 impl Anchor {
-    /// An anchor with no references.
-    pub(crate) const fn new() -> Self {
-        Self {
-            refs: Atomic::new(0),
-            _pin: PhantomPinned,
+    /// An anchor with no references but the object's own.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        // INVARIANT: the object's own count; nothing completed yet.
+        pin_init!(Self {
+            refs: Refcount::new(1),
+            released <- Completion::new(),
+        })
+    }
+
+    /// Gives back one count, completing `released` with the last.
+    fn put(&self) {
+        if self.refs.dec_and_test() {
+            self.released.complete_all();
         }
     }
 
-    /// Waits until every count is given back. Sleeps (only if one is left,
-    /// which is a bug of the owner); process context.
+    /// Gives back the object's own count and waits until every other is
+    /// given back. Once, from the object's drop; sleeps (only if a count is
+    /// left, which is a bug of the owner); process context.
     pub(crate) fn wait(&self) {
-        while self.refs.load(Acquire) != 0 {
-            fsleep(Delta::from_millis(1));
+        if !self.refs.dec_and_test() {
+            // The last holder's `put` completes it, and `complete_all` is
+            // done with the anchor before this returns (it holds the
+            // completion's lock, which the wait takes on its way out).
+            self.released.wait_for_completion();
         }
     }
 
@@ -62,10 +80,10 @@ impl Anchor {
     /// `anchor` comes from [`AnchorRef::into_raw`], and this count is given
     /// back once only; nothing uses the object through it afterwards.
     pub(crate) unsafe fn release_raw(anchor: NonNull<Anchor>) {
-        // SAFETY: the count held keeps the anchor's object, and so the
-        // anchor, alive until the decrement below.
-        let a = unsafe { anchor.as_ref() };
-        a.refs.fetch_sub(1, Release);
+        // The object's drop waits for `released`, which only the last count
+        // given back completes.
+        // SAFETY: so the count held keeps the anchor alive until `put`.
+        unsafe { anchor.as_ref() }.put();
     }
 }
 
@@ -92,7 +110,8 @@ pub(crate) unsafe trait Anchored: Sync + Sized + 'static {
 
 /// Makes a pinned type [`Anchored`] by its `Anchor` field: implements the
 /// trait, and a `PinnedDrop` that waits for the anchor first (so the type
-/// is declared `#[pin_data(PinnedDrop)]` and has no drop of its own).
+/// is declared `#[pin_data(PinnedDrop)]`, with the field `#[pin]`, and has
+/// no drop of its own).
 macro_rules! impl_anchored {
     (impl Anchored for $t:ty { self.$field:ident }) => {
         // `container_of!` checks the field's type; the `PinnedDrop` below
@@ -140,7 +159,9 @@ impl<T: Anchored> AnchorRef<T> {
     /// Takes a count on `obj`.
     pub(crate) fn new(obj: Pin<&T>) -> Self {
         let obj = obj.get_ref();
-        obj.anchor().refs.fetch_add(1, Relaxed);
+        // The caller's borrow keeps the object's own count (its drop has not
+        // begun), so the count is above zero here.
+        obj.anchor().refs.inc();
         // INVARIANT: counted just above; `obj` is pinned and its drop waits
         // for the count (`Anchored`), which it cannot do before the count
         // is given back: so it stays live and in place.
@@ -211,7 +232,7 @@ impl<T: Anchored> core::ops::Deref for AnchorRef<T> {
 
 impl<T: Anchored> Drop for AnchorRef<T> {
     fn drop(&mut self) {
-        // Nothing of `self` is used after the decrement.
-        self.get().anchor().refs.fetch_sub(1, Release);
+        // Nothing of `self` is used after the count is given back.
+        self.get().anchor().put();
     }
 }

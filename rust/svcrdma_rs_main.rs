@@ -11,14 +11,18 @@
 //! - [`proto`]: pure protocol logic with no kernel dependency (also built and
 //!   tested on the host with `cargo test`).
 //! - [`bindings`], [`rdma`], [`sunrpc`]: the generated C bindings and thin,
-//!   safe wrappers over the RDMA and sunrpc APIs.
+//!   safe wrappers over the RDMA and sunrpc APIs; [`net`]: the namespaces
+//!   and socket addresses both of them take; [`pages`]: a request's pages
+//!   held together with the DMA mappings of them.
 //! - [`transport`]: the transport itself: listeners, connection events and,
 //!   stage by stage, the RPC-over-RDMA data path.
 //! - [`params`]: the module parameters, validated.
-//! - [`anchor`], [`kwork`], [`globals`]: what lets C callbacks reach Rust
-//!   objects safely: counted references to the objects they are called
-//!   with, delayed work through such references, and the module-wide
-//!   statics for callbacks that come with no object.
+//! - [`anchor`], [`kwork`]: what lets C callbacks reach Rust objects
+//!   safely: counted references to the objects they are called with, and
+//!   delayed work through such references. (A callback that comes with no
+//!   object, `xpo_create`, gets its class's data from the class:
+//!   [`sunrpc::XprtOps::class_data`].)
+//! - [`fifo`]: the fixed-size queues the transport and the send order use.
 //! - [`sysfs`], [`trace`], [`log`]: the sysfs directories, the tracepoints
 //!   and rate-limited logging.
 
@@ -28,9 +32,11 @@ use kernel::prelude::*;
 
 mod anchor;
 mod bindings;
-mod globals;
+mod fifo;
 mod kwork;
 mod log;
+mod net;
+mod pages;
 mod params;
 pub mod proto;
 mod rdma;
@@ -49,27 +55,23 @@ module! {
 
 /// The module: while it is loaded, its transport class is registered.
 ///
-/// Fields drop in order: the class is unregistered first (no new listener
-/// can appear; every transport is gone, since each holds a module
-/// reference), then the registry and its sysfs tree. Built with the
-/// backchannel, its client transport class goes before them (each
-/// backchannel holds a module reference too).
+/// Fields drop in order. Built with the backchannel, its client transport
+/// class goes first (each backchannel holds a module reference). Then the
+/// class is unregistered (no new listener can appear; every transport is
+/// gone, since each holds a module reference), and with it goes its data,
+/// the registry and its sysfs tree.
 struct SvcRdmaRs {
     #[cfg(svcrdma_rs_backchannel)]
     _bc_class: sunrpc::ClientRegistration<transport::RdmaBc>,
     _class: sunrpc::Registration<transport::Rdma>,
-    _registry: transport::InstalledRegistry,
 }
 
 impl kernel::Module for SvcRdmaRs {
     fn init(module: &'static ThisModule) -> Result<Self> {
         params::validate_defaults()?;
-        // SAFETY: the module initializer runs once, before anything else.
-        unsafe { globals::init() };
-        let registry = transport::install_registry()?;
+        let registry = transport::new_registry()?;
         Ok(Self {
-            _class: transport::register_class(module)?,
-            _registry: registry,
+            _class: transport::register_class(module, registry)?,
             #[cfg(svcrdma_rs_backchannel)]
             _bc_class: transport::register_bc_class(module)?,
         })

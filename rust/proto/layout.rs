@@ -286,22 +286,34 @@ fn split_layout(
             len: tail,
         },
     ];
-    let mut n = 0usize;
+    let mut out = Steps { out, n: 0 };
     for step in steps {
-        let empty = match step {
-            Place::Inline { len, .. } | Place::Zero { len, .. } => len == 0,
-            Place::Chunk { .. } => false,
-        };
-        if empty {
-            continue;
-        }
-        *out.get_mut(n).ok_or(LayoutError::TooManySteps)? = step;
-        n += 1;
+        out.push(step)?;
     }
     Ok(Some(CallLayout {
-        steps: n,
+        steps: out.n,
         shape: ArgShape::Split { head, pages, tail },
     }))
+}
+
+/// The steps of a plan, written into the caller's slice in order; a step
+/// that moves no byte is left out.
+struct Steps<'a> {
+    out: &'a mut [Place],
+    /// Steps written.
+    n: usize,
+}
+
+impl Steps<'_> {
+    fn push(&mut self, p: Place) -> Result<(), LayoutError> {
+        let (Place::Inline { len, .. } | Place::Chunk { len, .. } | Place::Zero { len, .. }) = p;
+        if len == 0 {
+            return Ok(());
+        }
+        *self.out.get_mut(self.n).ok_or(LayoutError::TooManySteps)? = p;
+        self.n += 1;
+        Ok(())
+    }
 }
 
 /// Plans the assembly of the Call as one stream: returns `(steps, message
@@ -312,50 +324,65 @@ fn stream_layout(
     capacity: u32,
     out: &mut [Place],
 ) -> Result<(usize, u32), LayoutError> {
-    let mut n = 0usize;
-    let mut push = |p: Place, n: &mut usize| -> Result<(), LayoutError> {
-        let slot = out.get_mut(*n).ok_or(LayoutError::TooManySteps)?;
-        *slot = p;
-        *n += 1;
-        Ok(())
-    };
-
-    if let Some(first) = chunks.first() {
-        if first.position == 0 {
-            if chunks.len() != 1 {
-                return Err(LayoutError::MixedPositionZero);
-            }
-            if first.length == 0 {
-                return Err(LayoutError::Empty);
-            }
-            if first.length > capacity {
-                return Err(LayoutError::TooLarge);
-            }
-            push(
-                Place::Chunk {
-                    chunk: 0,
-                    dst: 0,
-                    len: first.length,
-                },
-                &mut n,
-            )?;
-            return Ok((n, first.length));
+    let mut steps = Steps { out, n: 0 };
+    if let Some(first) = chunks.first().filter(|c| c.position == 0) {
+        // RDMA_NOMSG: the chunk is the whole message.
+        if chunks.len() != 1 {
+            return Err(LayoutError::MixedPositionZero);
         }
+        if first.length == 0 {
+            return Err(LayoutError::Empty);
+        }
+        if first.length > capacity {
+            return Err(LayoutError::TooLarge);
+        }
+        steps.push(Place::Chunk {
+            chunk: 0,
+            dst: 0,
+            len: first.length,
+        })?;
+        return Ok((steps.n, first.length));
     }
-
-    // Bytes placed so far, and inline bytes consumed so far.
-    let mut placed: u32 = 0;
-    let mut used: u32 = 0;
+    let mut stream = Stream {
+        steps,
+        inline_len,
+        capacity,
+        placed: 0,
+        used: 0,
+    };
     for (i, c) in chunks.iter().enumerate() {
+        stream.chunk(i, c)?;
+    }
+    stream.finish()
+}
+
+/// A Call being laid out as one stream ([`stream_layout`]), chunk by chunk.
+struct Stream<'a> {
+    steps: Steps<'a>,
+    inline_len: u32,
+    capacity: u32,
+    /// Bytes of the message placed so far.
+    placed: u32,
+    /// Inline bytes consumed so far.
+    used: u32,
+}
+
+impl Stream<'_> {
+    /// Places the inline bytes before chunk `i` (`c`), then the chunk and
+    /// its XDR padding.
+    fn chunk(&mut self, i: usize, c: &ReadChunkRef) -> Result<(), LayoutError> {
         if c.position == 0 {
             return Err(LayoutError::MixedPositionZero);
         }
         let before = c
             .position
-            .checked_sub(placed)
+            .checked_sub(self.placed)
             .ok_or(LayoutError::BadPosition)?;
-        let end_used = used.checked_add(before).ok_or(LayoutError::BadPosition)?;
-        if end_used > inline_len {
+        let end_used = self
+            .used
+            .checked_add(before)
+            .ok_or(LayoutError::BadPosition)?;
+        if end_used > self.inline_len {
             return Err(LayoutError::BadPosition);
         }
         let pad = xdr_pad(c.length);
@@ -364,60 +391,46 @@ fn stream_layout(
             .checked_add(c.length)
             .and_then(|v| v.checked_add(pad))
             .ok_or(LayoutError::TooLarge)?;
-        if after > capacity {
+        if after > self.capacity {
             return Err(LayoutError::TooLarge);
         }
-        if before > 0 {
-            push(
-                Place::Inline {
-                    src: used,
-                    dst: placed,
-                    len: before,
-                },
-                &mut n,
-            )?;
+        self.steps.push(Place::Inline {
+            src: self.used,
+            dst: self.placed,
+            len: before,
+        })?;
+        self.steps.push(Place::Chunk {
+            chunk: i,
+            dst: c.position,
+            len: c.length,
+        })?;
+        self.steps.push(Place::Zero {
+            dst: c.position + c.length,
+            len: pad,
+        })?;
+        self.used = end_used;
+        self.placed = after;
+        Ok(())
+    }
+
+    /// Places the inline bytes after the last chunk: returns `(steps,
+    /// message length)`.
+    fn finish(mut self) -> Result<(usize, u32), LayoutError> {
+        let rest = self.inline_len - self.used;
+        let total = self.placed.checked_add(rest).ok_or(LayoutError::TooLarge)?;
+        if total > self.capacity {
+            return Err(LayoutError::TooLarge);
         }
-        if c.length > 0 {
-            push(
-                Place::Chunk {
-                    chunk: i,
-                    dst: c.position,
-                    len: c.length,
-                },
-                &mut n,
-            )?;
+        self.steps.push(Place::Inline {
+            src: self.used,
+            dst: self.placed,
+            len: rest,
+        })?;
+        if total == 0 {
+            return Err(LayoutError::Empty);
         }
-        if pad > 0 {
-            push(
-                Place::Zero {
-                    dst: c.position + c.length,
-                    len: pad,
-                },
-                &mut n,
-            )?;
-        }
-        used = end_used;
-        placed = after;
+        Ok((self.steps.n, total))
     }
-    let rest = inline_len - used;
-    let total = placed.checked_add(rest).ok_or(LayoutError::TooLarge)?;
-    if total > capacity {
-        return Err(LayoutError::TooLarge);
-    }
-    if rest > 0 {
-        push(
-            Place::Inline {
-                src: used,
-                dst: placed,
-                len: rest,
-            },
-            &mut n,
-        )?;
-    }
-    if total == 0 {
-        return Err(LayoutError::Empty);
-    }
-    Ok((n, total))
 }
 
 /// A result payload nfsd reported for a Write chunk: `len` bytes at offset

@@ -12,10 +12,11 @@ use core::{cell::Cell, marker::PhantomData, ptr::NonNull};
 
 use kernel::{error::to_result, prelude::*};
 
-use super::{addr::IpSockAddr, Device};
+use super::Device;
 use crate::{
     anchor::{Anchor, AnchorRef, Anchored},
     bindings,
+    net::{sockaddr_to_proto, IpSockAddr, NetRef},
     proto::addr::SockAddr,
 };
 
@@ -37,28 +38,6 @@ pub(crate) trait CmHandler: Anchored {
     /// adopted ([`ConnRequest::adopt`]). By default, refuses.
     fn connect_request(self: Pin<&Self>, req: ConnRequest<'_>) {
         let _ = req;
-    }
-}
-
-/// A network namespace, borrowed from sunrpc (a transport's or a create
-/// call's).
-#[derive(Clone, Copy)]
-pub(crate) struct NetRef<'a> {
-    ptr: NonNull<bindings::net>,
-    _p: PhantomData<&'a bindings::net>,
-}
-
-impl NetRef<'_> {
-    /// Borrows a namespace.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must point to a live `struct net` for the borrow's lifetime.
-    pub(crate) unsafe fn from_raw(ptr: *mut bindings::net) -> Option<Self> {
-        NonNull::new(ptr).map(|ptr| Self {
-            ptr,
-            _p: PhantomData,
-        })
     }
 }
 
@@ -91,7 +70,7 @@ impl CmId {
         // that is a counted anchor of an `H`, which `ctx` is.
         let ptr = unsafe {
             bindings::svcrdma_rs_rdma_create_id(
-                net.ptr.as_ptr(),
+                net.as_ptr(),
                 Some(handle::<H>),
                 ctx.as_ptr().cast(),
                 bindings::RDMA_PS_TCP,
@@ -406,7 +385,7 @@ impl<'a> CmIdRef<'a> {
     pub(crate) fn peer(&self) -> Option<SockAddr> {
         let id = self.ptr.as_ptr();
         // SAFETY: `dst_addr` is a `sockaddr_storage` inside a live id.
-        unsafe { super::sockaddr_to_proto((&raw const (*id).route.addr.dst_addr).cast()) }
+        unsafe { sockaddr_to_proto((&raw const (*id).route.addr.dst_addr).cast()) }
     }
 }
 

@@ -288,11 +288,16 @@ impl DmaMaps {
         self.maps.is_empty()
     }
 
-    /// Undoes every mapping (the device must be done with them).
+    /// Undoes every mapping. The memory they map may go right after, so the
+    /// device must be done with them: the one holder of a `DmaMaps`
+    /// (`MappedPages`) lives in the owner of the chains that use its
+    /// mappings, which nobody holds from a chain's post until its
+    /// completion or the QP's destruction ([`super::owned`]).
     pub(crate) fn unmap_all(&mut self) {
         while let Some(m) = self.maps.pop() {
-            // SAFETY: a live mapping on `dev` (invariant), no longer used by
-            // the device (the caller waited for its work requests).
+            // Made by this value with this length and direction, undone once
+            // (taken out of `maps` first); `dev` keeps the device registered.
+            // SAFETY: so it is a live mapping on a live device (invariant).
             unsafe {
                 if m.page {
                     bindings::svcrdma_rs_ib_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);

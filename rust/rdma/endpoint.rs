@@ -172,22 +172,6 @@ impl<H: EndpointOwner> Endpoint<H> {
         self.qp.destroy();
     }
 
-    /// Gives back an owner left over by a partly posted chain, once the QP
-    /// is destroyed (the device no longer uses its memory, and no
-    /// completion refers to it); before that, or for another endpoint's
-    /// orphan, gives it back unchanged.
-    pub(crate) fn reclaim<T>(
-        &self,
-        o: super::owned::Orphan<T>,
-    ) -> core::result::Result<KBox<T>, super::owned::Orphan<T>> {
-        if !self.qp.is_destroyed() || o.ep != core::ptr::from_ref(self) as usize {
-            return Err(o);
-        }
-        // SAFETY: a leaked `KBox<T>` (the orphan's invariant) whose only
-        // users, this endpoint's requests, are gone with its QP.
-        Ok(unsafe { KBox::from_raw(o.ptr.as_ptr()) })
-    }
-
     /// Whether the QP is destroyed ([`Qp::is_destroyed`]).
     pub(super) fn is_destroyed(&self) -> bool {
         self.qp.is_destroyed()

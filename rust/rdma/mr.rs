@@ -98,31 +98,97 @@ impl MrLease {
 /// Ids of tables, never reused.
 static NEXT_TABLE: Atomic<u64> = Atomic::new(1);
 
+/// One entry of an [`MrTable`], used only by the holder of its
+/// [`MrLease`] ([`MrTable::state`]).
+struct Entry(UnsafeCell<EntryState>);
+
 /// One MR and the scatterlist it is mapped from (both empty until the
-/// entry's first use), used only by the holder of its [`MrLease`].
-struct Entry {
+/// entry's first use).
+struct EntryState {
     /// `None` before the first use and once retired.
-    mr: UnsafeCell<Option<Mr>>,
+    mr: Option<Mr>,
     /// Set by [`MrTable::retire`]: the entry is never used again.
-    retired: UnsafeCell<bool>,
-    sgl: UnsafeCell<KVec<bindings::scatterlist>>,
+    retired: bool,
+    sgl: KVec<bindings::scatterlist>,
     /// Entries of `sgl` DMA-mapped on the table's device (`None`: none).
-    mapped: UnsafeCell<Option<i32>>,
+    mapped: Option<i32>,
     /// The entry holds a reference on each mapped page (a retired entry
     /// whose MR could not be deregistered keeps its mapping).
-    pinned: UnsafeCell<bool>,
+    pinned: bool,
 }
 
-impl Entry {
-    /// Undoes the DMA mapping of the entry's pages, if any.
-    fn unmap(dev: &DmaDev, sgl: &mut KVec<bindings::scatterlist>, mapped: &mut Option<i32>) {
-        if let Some(n) = mapped.take() {
+impl EntryState {
+    /// The entry's MR, allocated (on `pd`, for `pages_per_mr` pages, counted
+    /// in `allocated`) with its scatterlist on the first use.
+    fn mr(
+        &mut self,
+        pd: &Pd,
+        pages_per_mr: u32,
+        allocated: &Atomic<u32>,
+    ) -> Result<*mut bindings::ib_mr> {
+        if let Some(mr) = &self.mr {
+            return Ok(mr.as_ptr());
+        }
+        // The scatterlist first: if the MR cannot be had, the next use
+        // tries again with it in place.
+        let n = pages_per_mr as usize;
+        if self.sgl.len() < n {
+            self.sgl.resize(n, Default::default(), GFP_KERNEL)?;
+        }
+        let mr = self.mr.insert(Mr::new(pd, pages_per_mr)?).as_ptr();
+        allocated.fetch_add(1, Relaxed);
+        Ok(mr)
+    }
+
+    /// DMA-maps `pages` (`len` bytes in all) on `dev` through the entry's
+    /// scatterlist, for the device to write; returns how many scatterlist
+    /// entries the mapping took.
+    ///
+    /// # Safety
+    ///
+    /// The pages must stay allocated until [`EntryState::unmap`].
+    unsafe fn map_pages(
+        &mut self,
+        dev: &DmaDev,
+        pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
+        len: usize,
+    ) -> Result<i32> {
+        let (count, bytes) = pages
+            .clone()
+            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
+        if count == 0 || count > self.sgl.len() || bytes != len || self.mapped.is_some() {
+            return Err(EINVAL);
+        }
+        let n = count as u32;
+        let sgl = &mut self.sgl;
+        // SAFETY: `sgl` has at least `n` entries.
+        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
+        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
+            // SAFETY: an initialized scatterlist entry; the page is live.
+            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
+        }
+        let dir = Dir::FromDevice.raw();
+        // SAFETY: `n` initialized entries of live pages on a live device.
+        let got = unsafe {
+            bindings::svcrdma_rs_ib_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
+        };
+        if got <= 0 {
+            return Err(EIO);
+        }
+        self.mapped = Some(n as i32);
+        Ok(got)
+    }
+
+    /// Undoes the DMA mapping of the entry's pages, if any, on `dev` (the
+    /// table's).
+    fn unmap(&mut self, dev: &DmaDev) {
+        if let Some(n) = self.mapped.take() {
             // SAFETY: mapped by `MrTable::map` with this count and direction
             // on `dev` (the table's), which is live (`DmaDev` invariant).
             unsafe {
                 bindings::svcrdma_rs_ib_dma_unmap_sg(
                     dev.as_ptr(),
-                    sgl.as_mut_ptr(),
+                    self.sgl.as_mut_ptr(),
                     n,
                     Dir::FromDevice.raw(),
                 )
@@ -201,13 +267,13 @@ impl MrTable {
         let mut entries = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         for _ in 0..count {
             entries.push(
-                Entry {
-                    mr: UnsafeCell::new(None),
-                    retired: UnsafeCell::new(false),
-                    sgl: UnsafeCell::new(KVec::new()),
-                    mapped: UnsafeCell::new(None),
-                    pinned: UnsafeCell::new(false),
-                },
+                Entry(UnsafeCell::new(EntryState {
+                    mr: None,
+                    retired: false,
+                    sgl: KVec::new(),
+                    mapped: None,
+                    pinned: false,
+                })),
                 GFP_KERNEL,
             )?;
         }
@@ -269,6 +335,23 @@ impl MrTable {
         self.entries.get(usize::from(lease.index))
     }
 
+    /// The state of `lease`'s entry, for as long as the lease is borrowed
+    /// mutably (`None`: another table's).
+    fn state<'a>(&'a self, lease: &'a mut MrLease) -> Option<&'a mut EntryState> {
+        let e = self.entry(lease)?;
+        // SAFETY: the lease is the only way to the entry (invariant), and it
+        // is borrowed mutably for `'a`: nobody else touches the entry.
+        Some(unsafe { &mut *e.0.get() })
+    }
+
+    /// The state of `lease`'s entry, read while the lease is borrowed.
+    fn state_ref<'a>(&'a self, lease: &'a MrLease) -> Option<&'a EntryState> {
+        let e = self.entry(lease)?;
+        // SAFETY: as for `state`: only the lease holder changes the entry,
+        // and the lease is borrowed for `'a`.
+        Some(unsafe { &*e.0.get() })
+    }
+
     /// Maps `pages` (each `(page, offset, len)`, contiguous in the sink:
     /// only the first may start inside its page, only the last may end
     /// inside it; `len` bytes in all) on the table's device into the MR of
@@ -289,72 +372,30 @@ impl MrTable {
         pages: impl Iterator<Item = (*mut bindings::page, usize, usize)> + Clone,
         len: usize,
     ) -> Result<MrMapped> {
-        let e = self.entry(lease).ok_or(EINVAL)?;
         let dev = &self.dev;
-        // SAFETY: we hold the entry's lease (borrowed mutably): nobody else
-        // touches it.
-        let (sgl, mapped, slot, retired) = unsafe {
-            (
-                &mut *e.sgl.get(),
-                &mut *e.mapped.get(),
-                &mut *e.mr.get(),
-                *e.retired.get(),
-            )
-        };
+        let st = self.state(lease).ok_or(EINVAL)?;
         // A retired entry is never used again.
-        if retired {
+        if st.retired {
             return Err(EINVAL);
         }
-        let mr = match slot {
-            Some(mr) => mr.as_ptr(),
-            None => {
-                // First use. The scatterlist first: if the MR cannot be
-                // had, the next use tries again with it in place.
-                let n = self.pages_per_mr as usize;
-                if sgl.len() < n {
-                    sgl.resize(n, Default::default(), GFP_KERNEL)?;
-                }
-                let mr = slot.insert(Mr::new(pd, self.pages_per_mr)?).as_ptr();
-                self.allocated.fetch_add(1, Relaxed);
-                mr
-            }
-        };
-        let (count, bytes) = pages
-            .clone()
-            .fold((0usize, 0usize), |(c, b), p| (c + 1, b + p.2));
-        if count == 0 || count > sgl.len() || bytes != len || mapped.is_some() {
-            return Err(EINVAL);
-        }
-        let n = count as u32;
-        // SAFETY: `sgl` has at least `n` entries.
-        unsafe { bindings::sg_init_table(sgl.as_mut_ptr(), n) };
-        for (sg, (page, off, l)) in sgl.iter_mut().zip(pages) {
-            // SAFETY: an initialized scatterlist entry; the page is live.
-            unsafe { bindings::svcrdma_rs_sg_set_page(sg, page, l as u32, off as u32) };
-        }
-        let dir = Dir::FromDevice.raw();
-        // SAFETY: `n` initialized entries of live pages on a live device.
-        let got = unsafe {
-            bindings::svcrdma_rs_ib_dma_map_sg(dev.as_ptr(), sgl.as_mut_ptr(), n as i32, dir)
-        };
-        if got <= 0 {
-            return Err(EIO);
-        }
-        *mapped = Some(n as i32);
+        let mr = st.mr(pd, self.pages_per_mr, &self.allocated)?;
+        // SAFETY: the pages stay allocated while the entry maps them (the
+        // function's safety requirement).
+        let got = unsafe { st.map_pages(dev, pages, len) }?;
         // The MR is not registered: a leased entry's MR was invalidated
         // before its lease went back to the free list.
         // SAFETY: the MR is ours (leased entry); `got` mapped entries.
         let done = unsafe {
             bindings::ib_map_mr_sg(
                 mr,
-                sgl.as_mut_ptr(),
+                st.sgl.as_mut_ptr(),
                 got,
                 core::ptr::null_mut(),
                 kernel::page::PAGE_SIZE as u32,
             )
         };
         if done != got {
-            Entry::unmap(dev, sgl, mapped);
+            st.unmap(dev);
             return Err(EIO);
         }
         // SAFETY: a live MR that no work request uses (the table's rule).
@@ -374,9 +415,7 @@ impl MrTable {
     /// The local key of `lease`'s MR (`None` once retired, or never
     /// allocated).
     pub(crate) fn lkey(&self, lease: &MrLease) -> Option<u32> {
-        let e = self.entry(lease)?;
-        // SAFETY: we hold the lease: only we change the field.
-        let mr = unsafe { &*e.mr.get() }.as_ref()?;
+        let mr = self.state_ref(lease)?.mr.as_ref()?;
         // SAFETY: a live MR (`Mr` invariant).
         Some(unsafe { (*mr.as_ptr()).lkey })
     }
@@ -384,12 +423,12 @@ impl MrTable {
     /// Undoes [`MrTable::map`] for `lease`'s entry (the device must be
     /// done with the pages: the chain that read into them completed).
     pub(crate) fn unmap(&self, lease: &mut MrLease) {
-        let Some(e) = self.entry(lease) else {
+        // Leases are used on their own table only.
+        let Some(st) = self.state(lease) else {
+            kernel::warn_on!(true);
             return;
         };
-        // SAFETY: we hold the lease (borrowed mutably).
-        let (sgl, mapped) = unsafe { (&mut *e.sgl.get(), &mut *e.mapped.get()) };
-        Entry::unmap(&self.dev, sgl, mapped);
+        st.unmap(&self.dev);
         lease.mapped = false;
     }
 
@@ -399,67 +438,56 @@ impl MrTable {
     /// keeps both until the table is dropped (the mapping must outlive any
     /// translation the device still holds), with a reference of its own on
     /// each mapped page (so the lease holder may put its pages), and
-    /// `EBUSY` says so. The lease is used up either way.
-    pub(crate) fn retire(&self, lease: MrLease) -> Result {
-        let Some(e) = self.entry(&lease) else {
-            return Ok(());
+    /// `EBUSY` says so (`EINVAL`, with a warning: another table's lease).
+    /// The lease is used up either way.
+    pub(crate) fn retire(&self, mut lease: MrLease) -> Result {
+        // Leases are used on their own table only.
+        let Some(st) = self.state(&mut lease) else {
+            kernel::warn_on!(true);
+            return Err(EINVAL);
         };
-        // SAFETY: we hold the lease: nobody else touches the entry.
-        let (slot, retired, sgl, mapped, pinned) = unsafe {
-            (
-                &mut *e.mr.get(),
-                &mut *e.retired.get(),
-                &mut *e.sgl.get(),
-                &mut *e.mapped.get(),
-                &mut *e.pinned.get(),
-            )
-        };
-        if !*retired {
+        if !st.retired {
             self.retired.fetch_add(1, Relaxed);
         }
-        *retired = true;
-        if let Some(mr) = slot.take() {
+        st.retired = true;
+        if let Some(mr) = st.mr.take() {
             // No work request that uses the MR is outstanding, or will be
             // posted: we hold the lease (the table's rule), and the entry is
             // retired.
             // SAFETY: so the MR is idle.
             if let Err(mr) = unsafe { mr.deregister() } {
-                *slot = Some(mr);
-                if let (Some(n), false) = (*mapped, *pinned) {
-                    for sg in sgl.iter_mut().take(n as usize) {
+                st.mr = Some(mr);
+                if let (Some(n), false) = (st.mapped, st.pinned) {
+                    for sg in st.sgl.iter_mut().take(n as usize) {
                         // A mapped entry's page, kept by the lease holder
                         // while the lease is mapped; the reference taken is
                         // the entry's, put in `drop`.
                         // SAFETY: so the page is live.
                         unsafe { bindings::svcrdma_rs_get_page(bindings::svcrdma_rs_sg_page(sg)) };
                     }
-                    *pinned = true;
+                    st.pinned = true;
                 }
                 return Err(EBUSY);
             }
         }
         // The device no longer translates through the MR (deregistered).
-        Entry::unmap(&self.dev, sgl, mapped);
+        st.unmap(&self.dev);
         Ok(())
     }
 }
 
 impl Drop for MrTable {
     fn drop(&mut self) {
+        let dev = &self.dev;
         for e in self.entries.iter_mut() {
-            let (slot, sgl, mapped, pinned) = (
-                e.mr.get_mut(),
-                e.sgl.get_mut(),
-                e.mapped.get_mut(),
-                e.pinned.get_mut(),
-            );
-            if !*pinned {
+            let st = e.0.get_mut();
+            if !st.pinned {
                 continue;
             }
             // An entry whose deregistration failed: its MR goes first (the
             // QP that could use it is gone before the table, as for
             // `Mr::drop`), then its mapping, then the pages it kept.
-            if let Some(mr) = slot.take() {
+            if let Some(mr) = st.mr.take() {
                 // SAFETY: the QP that could use the MR is gone (above).
                 if let Err(mr) = unsafe { mr.deregister() } {
                     // Refused twice: the device may still translate through
@@ -469,18 +497,18 @@ impl Drop for MrTable {
                     crate::log::pr_err_ratelimited!(
                         "an MR could not be deregistered twice; its pages stay allocated\n"
                     );
-                    *pinned = false;
+                    st.pinned = false;
                     continue;
                 }
             }
-            let n = mapped.map_or(0, |n| n as usize);
-            Entry::unmap(&self.dev, sgl, mapped);
-            for sg in sgl.iter_mut().take(n) {
+            let n = st.mapped.map_or(0, |n| n as usize);
+            st.unmap(dev);
+            for sg in st.sgl.iter_mut().take(n) {
                 // SAFETY: the entry took a reference on each mapped page
                 // (`retire`), given up here.
                 unsafe { bindings::svcrdma_rs_put_page(bindings::svcrdma_rs_sg_page(sg)) };
             }
-            *pinned = false;
+            st.pinned = false;
         }
     }
 }

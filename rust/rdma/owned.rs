@@ -29,6 +29,7 @@ use super::{
 use crate::{
     anchor::{Anchor, AnchorRef},
     bindings,
+    fifo::InlineFifo,
 };
 
 /// A type whose chains' unsignaled requests report to it (see the module
@@ -257,8 +258,8 @@ pub(crate) enum PostError<T> {
     Fenced(Error),
     /// Part was posted and no marker could be: nothing says when the
     /// device is done with the owner's memory, so it is kept as an
-    /// [`Orphan`], which only the endpoint gives back once its QP is
-    /// destroyed ([`super::endpoint::Endpoint::reclaim`]).
+    /// [`Orphan`], given back only once the endpoint's QP is destroyed
+    /// ([`Orphan::reclaim`]).
     Leaked(Orphan<T>, Error),
 }
 
@@ -270,13 +271,30 @@ pub(crate) enum PostError<T> {
 /// `ptr` is a leaked `KBox<T>`, referred to only by requests posted on the
 /// QP of the endpoint at address `ep`.
 pub(crate) struct Orphan<T> {
-    pub(super) ptr: NonNull<T>,
-    pub(super) ep: usize,
+    ptr: NonNull<T>,
+    ep: usize,
 }
 
 // SAFETY: an orphan is the only handle to its owner, a `KBox<T>`, which
 // may move between threads if `T` may.
 unsafe impl<T: Send> Send for Orphan<T> {}
+
+impl<T> Orphan<T> {
+    /// The owner, once `ep`'s QP is destroyed (the device no longer uses
+    /// its memory, and no completion refers to it); before that, or for
+    /// another endpoint's orphan, the orphan unchanged.
+    pub(crate) fn reclaim<H: EndpointOwner>(
+        self,
+        ep: &Endpoint<H>,
+    ) -> core::result::Result<KBox<T>, Self> {
+        if !ep.is_destroyed() || self.ep != core::ptr::from_ref(ep) as usize {
+            return Err(self);
+        }
+        // SAFETY: a leaked `KBox<T>` (invariant) whose only users, `ep`'s
+        // requests, are gone with its QP.
+        Ok(unsafe { KBox::from_raw(self.ptr.as_ptr()) })
+    }
+}
 
 /// What [`post_chain`] did with a chain.
 enum Attempt<T> {
@@ -309,7 +327,8 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     signaled: bool,
 ) -> Attempt<T> {
     // Every pointer handed to the device derives from `raw`.
-    let raw = KBox::into_raw(owner);
+    let ptr = NonNull::from(KBox::leak(owner));
+    let raw = ptr.as_ptr();
     let base = raw.cast::<u8>();
     // SAFETY: the offsets are those of fields of `T` (the trait's contract).
     let (done_cqe, err_cqe) = unsafe {
@@ -327,7 +346,7 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     let c = chain(unsafe { &mut *raw });
     let n = c.len();
     if n == 0 {
-        // SAFETY: nothing was posted; `raw` came from `into_raw` above.
+        // SAFETY: nothing was posted; `raw` was leaked from a box above.
         return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, EINVAL);
     }
     let head = c.link(done_cqe, err_cqe, signaled);
@@ -338,10 +357,6 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     // touched unless nothing was posted.
     // SAFETY: the requests' memory outlives the device's use of it.
     let rc = unsafe { bindings::svcrdma_rs_ib_post_send(posting.as_ptr(), head, &mut bad) };
-    // (`KBox::into_raw` never gives null.)
-    let Some(ptr) = NonNull::new(raw) else {
-        return Attempt::Signaled;
-    };
     if rc == 0 {
         return if signaled {
             Attempt::Signaled
@@ -358,7 +373,7 @@ fn post_chain<T: ChainOwner<ID>, const ID: u64>(
     }
     if posted == 0 {
         // SAFETY: nothing was posted: no completion refers to the owner,
-        // which came from `KBox::into_raw` above.
+        // which was leaked from a box above.
         return Attempt::Unposted(unsafe { KBox::from_raw(raw) }, e);
     }
     Attempt::Partial(ptr, e)
@@ -436,11 +451,11 @@ fn recover<T: ChainOwner<ID>, const ID: u64>(
 ///
 /// # Invariants
 ///
-/// The ring holds, oldest first, `len` owners leaked from `KBox<T>`s,
-/// each with the number of its chain, posted unsignaled (whole) on the
-/// QP of the endpoint at address `ep`, whose owner's anchor is at
-/// `anchor`, in increasing number; `used` counts
-/// them and the [`Unsignaled`] tokens out; `used <= cap <= UNSIGNALED_MAX`.
+/// `waiting` holds, oldest first, owners leaked from `KBox<T>`s, each with
+/// the number of its chain, posted unsignaled (whole) on the QP of the
+/// endpoint at address `ep`, whose owner's anchor is at `anchor`, in
+/// increasing number; `used` counts them and the [`Unsignaled`] tokens
+/// out; `used <= cap <= UNSIGNALED_MAX`.
 ///
 /// Owners still waiting when the order drops (their QP never destroyed
 /// through `reclaim_all`) stay leaked: never freed while a device may use
@@ -457,9 +472,7 @@ pub(crate) const UNSIGNALED_MAX: usize = 16;
 struct Order<T> {
     /// The next chain's number.
     next: u64,
-    ring: [Option<(u64, NonNull<T>)>; UNSIGNALED_MAX],
-    head: usize,
-    len: usize,
+    waiting: InlineFifo<(u64, NonNull<T>), UNSIGNALED_MAX>,
     /// Waiting owners and reservations for more.
     used: usize,
     /// How many may wait (0: every chain is signaled).
@@ -508,9 +521,7 @@ impl<T: ChainErrors> SendOrder<T> {
         pin_init!(Self {
             inner <- kernel::new_spinlock!(Order {
                 next: 1,
-                ring: [const { None }; UNSIGNALED_MAX],
-                head: 0,
-                len: 0,
+                waiting: InlineFifo::new_inline(),
                 used: 0,
                 cap: 0,
                 flushing: false,
@@ -573,12 +584,13 @@ impl<T: ChainErrors> SendOrder<T> {
             o.next += 1;
             let attempt = post_chain::<T, ID>(&posting, owner, chain, seq, signaled);
             if let Attempt::Unsignaled(ptr) = attempt {
-                let at = (o.head + o.len) % UNSIGNALED_MAX;
                 // INVARIANT: a whole unsignaled chain of `ep`, posted after
                 // every owner already waiting (its number is higher); its
                 // reservation (`room`, forgotten below) becomes the entry.
-                o.ring[at] = Some((seq, ptr));
-                o.len += 1;
+                // The reservations keep a slot free for it: were there none,
+                // the owner would stay leaked (never freed early).
+                let full = o.waiting.push_within_capacity((seq, ptr)).is_err();
+                kernel::warn_on!(full);
                 o.ep = core::ptr::from_ref(ep) as usize;
                 o.anchor = ep.anchor_addr();
             }
@@ -604,8 +616,8 @@ impl<T: ChainErrors> SendOrder<T> {
     /// numbered before the one `done` completed: the device is done with
     /// them.
     pub(crate) fn completed_through(&self, done: &Completion, mut f: impl FnMut(KBox<T>)) {
-        let mut out: [Option<NonNull<T>>; UNSIGNALED_MAX] = [const { None }; UNSIGNALED_MAX];
-        let mut n = 0;
+        // As many as wait at most: taken out under the lock, handed out after.
+        let mut out = InlineFifo::<NonNull<T>, UNSIGNALED_MAX>::new_inline();
         {
             let mut o = self.inner.lock();
             // Only a completion on the waiting owners' endpoint says anything
@@ -613,22 +625,18 @@ impl<T: ChainErrors> SendOrder<T> {
             if o.anchor == done.anchor {
                 o.flushing = false;
             }
-            while o.len > 0 && o.anchor == done.anchor {
-                let head = o.head;
-                match o.ring[head] {
-                    Some((seq, ptr)) if seq < done.seq => {
-                        o.ring[head] = None;
-                        o.head = (head + 1) % UNSIGNALED_MAX;
-                        o.len -= 1;
-                        o.used = o.used.saturating_sub(1);
-                        out[n] = Some(ptr);
-                        n += 1;
-                    }
-                    _ => break,
-                }
+            while o.anchor == done.anchor && o.waiting.front().is_some_and(|w| w.0 < done.seq) {
+                let Some((_, ptr)) = o.waiting.pop_front() else {
+                    break;
+                };
+                o.used = o.used.saturating_sub(1);
+                // Never full (both hold `UNSIGNALED_MAX`); were it, the owner
+                // would stay leaked (never freed early).
+                let full = out.push_within_capacity(ptr).is_err();
+                kernel::warn_on!(full);
             }
         }
-        for ptr in out.into_iter().take(n).flatten() {
+        while let Some(ptr) = out.pop_front() {
             // Its chain, posted whole on the endpoint the completed chain was
             // posted on (one order per endpoint) and before it, is done.
             // SAFETY: so the leaked owner is the device's no more; taken out
@@ -641,23 +649,20 @@ impl<T: ChainErrors> SendOrder<T> {
     /// otherwise): nothing of theirs is in the device's hands any more.
     pub(crate) fn reclaim_all(&self, ep: &Endpoint<T::Owner>, mut f: impl FnMut(KBox<T>)) {
         loop {
-            let ptr = {
+            let (_, ptr) = {
                 let mut o = self.inner.lock();
-                if o.len == 0 || !ep.is_destroyed() || o.ep != core::ptr::from_ref(ep) as usize {
+                if !ep.is_destroyed() || o.ep != core::ptr::from_ref(ep) as usize {
                     return;
                 }
-                let head = o.head;
-                let entry = o.ring[head].take();
-                o.head = (head + 1) % UNSIGNALED_MAX;
-                o.len -= 1;
+                let Some(entry) = o.waiting.pop_front() else {
+                    return;
+                };
                 o.used = o.used.saturating_sub(1);
                 entry
             };
-            if let Some((_, ptr)) = ptr {
-                // SAFETY: a leaked owner whose requests went on `ep`'s QP,
-                // now destroyed; out of the ring, it is handed out once.
-                f(unsafe { KBox::from_raw(ptr.as_ptr()) });
-            }
+            // SAFETY: a leaked owner whose requests went on `ep`'s QP, now
+            // destroyed; out of the ring, it is handed out once.
+            f(unsafe { KBox::from_raw(ptr.as_ptr()) });
         }
     }
 }

@@ -5,11 +5,13 @@
 use kernel::{
     error::to_result,
     prelude::*,
-    sync::atomic::{
-        ordering::{Acquire, Full, Release},
-        Atomic,
+    sync::{
+        atomic::{
+            ordering::{Acquire, Full, Release},
+            Atomic,
+        },
+        Completion,
     },
-    time::{delay::fsleep, Delta},
 };
 
 use core::ptr::NonNull;
@@ -91,6 +93,22 @@ const DRAINING: u32 = 1;
 const CLOSING: u32 = 2;
 const DESTROYED: u32 = 3;
 
+/// What [`Qp::destroy`] sleeps on. Each is completed once and stays so.
+#[pin_data]
+struct Waits {
+    /// `users` reached zero with the state `DRAINING` or later: no post
+    /// that saw the QP `LIVE` is under way any more.
+    #[pin]
+    drained_users: Completion,
+    /// `users` reached zero with the state `CLOSING` or later: no
+    /// [`Qp::to_error`] that saw the QP below `CLOSING` is under way.
+    #[pin]
+    closing_users: Completion,
+    /// The state is `DESTROYED` (for a second [`Qp::destroy`]).
+    #[pin]
+    destroyed: Completion,
+}
+
 /// The QP of a CM id; drained and destroyed by [`Qp::destroy`] or when
 /// dropped.
 ///
@@ -100,8 +118,9 @@ const DESTROYED: u32 = 3;
 /// this value (owners drop the QP first). The QP lives while `state` is
 /// below `DESTROYED`, and while `users` counts a [`Qp::to_error`] that
 /// saw it below `CLOSING` or a [`Posting`]; requests are posted only under
-/// a `Posting`, so none is posted once draining begins. `handler` is a count on the anchor of the QP's
-/// event handler, owned by the QP until it is destroyed.
+/// a `Posting`, so none is posted once draining begins. `handler` is a
+/// count on the anchor of the QP's event handler, owned by the QP until it
+/// is destroyed. `waits` are completed as their documentation says.
 pub(crate) struct Qp {
     id: *mut bindings::rdma_cm_id,
     qp: *mut bindings::ib_qp,
@@ -109,6 +128,7 @@ pub(crate) struct Qp {
     state: Atomic<u32>,
     /// [`Qp::to_error`] calls and posts ([`Posting`]) under way.
     users: Atomic<u32>,
+    waits: Pin<KBox<Waits>>,
 }
 
 // SAFETY: posting work requests is thread-safe in the verbs API.
@@ -133,6 +153,14 @@ impl Qp {
         caps: &QpCaps,
         handler: Pin<&H>,
     ) -> Result<(Self, QpCaps)> {
+        let waits = KBox::pin_init(
+            pin_init!(Waits {
+                drained_users <- Completion::new(),
+                closing_users <- Completion::new(),
+                destroyed <- Completion::new(),
+            }),
+            GFP_KERNEL,
+        )?;
         let ctx = AnchorRef::new(handler).into_raw();
         let mut attr = bindings::ib_qp_init_attr {
             event_handler: Some(handle_qp_event::<H>),
@@ -177,6 +205,7 @@ impl Qp {
                 handler: ctx,
                 state: Atomic::new(LIVE),
                 users: Atomic::new(0),
+                waits,
             },
             got,
         ))
@@ -196,7 +225,7 @@ impl Qp {
         // sees the state off `LIVE`, or `destroy` waits for it.
         self.users.fetch_add(1, Full);
         if self.state.fetch_add(0, Full) != LIVE {
-            self.users.fetch_sub(1, Full);
+            self.user_done();
             return None;
         }
         // INVARIANT: counted while the state was `LIVE`.
@@ -216,7 +245,25 @@ impl Qp {
             // SAFETY: the QP lives while we are counted (invariant).
             let _ = unsafe { bindings::svcrdma_rs_qp_to_error(self.qp) };
         }
-        self.users.fetch_sub(1, Full);
+        self.user_done();
+    }
+
+    /// A post or [`Qp::to_error`] is over: the last one under way tells a
+    /// [`Qp::destroy`] that may wait for it. The count is given back before
+    /// the state is read, and `destroy` sets the state before it reads the
+    /// count (fully ordered read-modify-writes): if `destroy` saw a user
+    /// left, the last user sees the state it set.
+    fn user_done(&self) {
+        if self.users.fetch_sub(1, Full) != 1 {
+            return;
+        }
+        let state = self.state.fetch_add(0, Full);
+        if state >= DRAINING {
+            self.waits.drained_users.complete_all();
+        }
+        if state >= CLOSING {
+            self.waits.closing_users.complete_all();
+        }
     }
 
     /// Whether [`Qp::destroy`] has finished: no request of the QP is in the
@@ -234,22 +281,23 @@ impl Qp {
     /// refused ([`Qp::posting`]).
     pub(crate) fn destroy(&self) {
         if self.state.cmpxchg(LIVE, DRAINING, Full).is_err() {
-            while self.state.load(Acquire) != DESTROYED {
-                fsleep(Delta::from_millis(1));
-            }
+            self.waits.destroyed.wait_for_completion();
             return;
         }
         // Posts under way finish first (new ones see `DRAINING`): whatever
         // they post is then ahead of the drain's marker, so flushed and
-        // completed before the drain returns.
-        while self.users.fetch_add(0, Full) != 0 {
-            fsleep(Delta::from_millis(1));
+        // completed before the drain returns. Users counted now include no
+        // new post (they see `DRAINING` and leave); the last to leave sees
+        // `DRAINING` (`user_done`).
+        if self.users.fetch_add(0, Full) != 0 {
+            self.waits.drained_users.wait_for_completion();
         }
         // SAFETY: the QP is live (state `DRAINING`, set by us only).
         unsafe { bindings::ib_drain_qp(self.qp) };
         self.state.xchg(CLOSING, Full);
-        while self.users.fetch_add(0, Full) != 0 {
-            fsleep(Delta::from_millis(1));
+        // Likewise for the `to_error` calls that saw the QP below `CLOSING`.
+        if self.users.fetch_add(0, Full) != 0 {
+            self.waits.closing_users.wait_for_completion();
         }
         // SAFETY: the id is live (invariant) and its QP is ours; no
         // `to_error` uses it (none counted, and new ones see `CLOSING`).
@@ -259,6 +307,7 @@ impl Qp {
         // call that moved the state off `LIVE` gets here.
         unsafe { Anchor::release_raw(self.handler) };
         self.state.store(DESTROYED, Release);
+        self.waits.destroyed.complete_all();
     }
 }
 
@@ -287,6 +336,6 @@ impl Posting<'_> {
 
 impl Drop for Posting<'_> {
     fn drop(&mut self) {
-        self.qp.users.fetch_sub(1, Full);
+        self.qp.user_done();
     }
 }

@@ -191,7 +191,10 @@ impl Chain {
             }
             bindings::IB_WR_REG_MR => t.regs += 1,
             bindings::IB_WR_LOCAL_INV => t.local_invs += 1,
-            _ => {}
+            // A chain is built of the requests above only.
+            _ => {
+                kernel::warn_on!(true);
+            }
         }
     }
 

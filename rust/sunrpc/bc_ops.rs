@@ -5,7 +5,7 @@
 //! rpc_xprt_ops`, and the `setup` of its `struct xprt_class`), as a trait.
 //!
 //! A transport implements [`BcOps`] with safe types. Its `setup` builds a
-//! [`NewBackchannel`] ([`ClientClass::new_backchannel`]) and binds it to
+//! [`NewBackchannel`] ([`super::ClientClass::new_backchannel`]) and binds it to
 //! the connection ([`NewBackchannel::bind`]), which yields the
 //! [`BoundBackchannel`] sunrpc gets; the other ops see the request as an
 //! [`RpcRqst`] and the connection as a [`SvcXprt`]. [`Adapter`] holds
@@ -17,7 +17,7 @@ use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::prelude::*;
 
-use super::{module_ref::ModuleRef, ClientClass, RpcRqst, RpcXprt, SvcXprt};
+use super::{module_ref::ModuleRef, RpcRqst, RpcXprt, SvcXprt};
 use crate::bindings;
 
 /// A backchannel's operations, called by sunrpc.
@@ -84,7 +84,7 @@ impl<'a> SetupArgs<'a> {
     }
 }
 
-/// How [`ClientClass::new_backchannel`] sets up a backchannel.
+/// How [`super::ClientClass::new_backchannel`] sets up a backchannel.
 pub(crate) struct BcParams {
     /// Request slots, all preallocated: the most Calls outstanding at once.
     pub(crate) slots: u32,
@@ -132,7 +132,7 @@ impl BcAlloc {
     ///
     /// # Safety
     ///
-    /// `a` must come from [`ClientClass::new_backchannel`] (which wrote
+    /// `a` must come from [`super::ClientClass::new_backchannel`] (which wrote
     /// `module`) and nothing may refer to it any more.
     unsafe fn free(a: NonNull<Self>) -> Option<ModuleRef> {
         let p = a.as_ptr();
@@ -165,19 +165,26 @@ pub(crate) struct NewBackchannel<'a> {
     owner: *mut bindings::module,
 }
 
-impl<O: BcOps> ClientClass<O> {
-    /// A new backchannel of this class, for the connection and peer of
-    /// `args`, set up as `p` says.
+impl<'a> NewBackchannel<'a> {
+    /// A new backchannel of the class at `class`, owned by `owner`, whose
+    /// transports have the identifier `ident` and `O`'s operations, for
+    /// the connection and peer of `args`, set up as `p` says
+    /// ([`super::ClientClass::new_backchannel`]).
     ///
-    /// Fails with `EINVAL` if the class is not registered, `ENOMEM`,
-    /// `EBADF` if the peer's address is longer than sunrpc keeps, or
-    /// `EAFNOSUPPORT` if it is not an IPv4 or IPv6 one.
-    pub(crate) fn new_backchannel<'a>(
-        &'static self,
+    /// Fails with `ENOMEM`, `EBADF` if the peer's address is longer than
+    /// sunrpc keeps, or `EAFNOSUPPORT` if it is not an IPv4 or IPv6 one.
+    ///
+    /// # Safety
+    ///
+    /// `class` is a `'static` class registered with `O`'s `setup`, and
+    /// `owner` is its owner, this module.
+    pub(super) unsafe fn new<O: BcOps>(
+        class: *mut bindings::xprt_class,
+        owner: *mut bindings::module,
+        ident: i32,
         args: &SetupArgs<'a>,
         p: &BcParams,
-    ) -> Result<NewBackchannel<'a>> {
-        let (owner, ident) = self.owner_and_ident().ok_or(EINVAL)?;
+    ) -> Result<Self> {
         // SAFETY: the namespace of a running `setup` is live (`args`'
         // invariant).
         let raw = unsafe { RpcXprt::alloc(args.raw.net, size_of::<BcAlloc>(), p.slots) }?;
@@ -195,13 +202,14 @@ impl<O: BcOps> ClientClass<O> {
         let x = unsafe { BcAlloc::xprt(a) };
         // SAFETY: in the allocation, which the transport is the start of.
         let timeout = unsafe { core::ptr::addr_of_mut!((*a.as_ptr()).timeout) };
-        // The class and the ops are `'static`, the timeout is part of the
-        // transport's allocation, and the setup's caller keeps the
-        // connection while it may call the ops (`args`' invariant).
+        // The class (the function's safety requirement) and the ops are
+        // `'static`, the timeout is part of the transport's allocation, and
+        // the setup's caller keeps the connection while it may call the ops
+        // (`args`' invariant).
         // SAFETY: so; and the transport is new and ours alone.
         unsafe {
             x.init_connected(
-                self.as_ptr(),
+                class,
                 Adapter::<O>::ops(),
                 ident,
                 p.max_payload,
@@ -265,7 +273,7 @@ impl Drop for NewBackchannel<'_> {
 ///
 /// # Invariants
 ///
-/// `ptr` is a transport built by [`ClientClass::new_backchannel`] and
+/// `ptr` is a transport built by [`super::ClientClass::new_backchannel`] and
 /// bound by [`NewBackchannel::bind`]; this value owns one reference on it.
 pub(crate) struct BoundBackchannel {
     ptr: NonNull<BcAlloc>,

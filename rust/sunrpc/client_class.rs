@@ -24,7 +24,10 @@ use kernel::{
     types::Opaque,
 };
 
-use super::{bc_ops::Adapter, BcOps};
+use super::{
+    bc_ops::{Adapter, NewBackchannel},
+    BcOps, BcParams, SetupArgs,
+};
 use crate::bindings;
 
 /// A class and the terminator of its (empty) `netid` list, laid out as C
@@ -145,6 +148,24 @@ impl<O: BcOps> ClientClass<O> {
             return Err(e);
         }
         Ok(ClientRegistration { class: self })
+    }
+
+    /// A new backchannel of this class, for the connection and peer of
+    /// `args`, set up as `p` says.
+    ///
+    /// Fails with `EINVAL` if the class is not registered, `ENOMEM`,
+    /// `EBADF` if the peer's address is longer than sunrpc keeps, or
+    /// `EAFNOSUPPORT` if it is not an IPv4 or IPv6 one.
+    pub(crate) fn new_backchannel<'a>(
+        &'static self,
+        args: &SetupArgs<'a>,
+        p: &BcParams,
+    ) -> Result<NewBackchannel<'a>> {
+        let (owner, ident) = self.owner_and_ident().ok_or(EINVAL)?;
+        // `'static`, registered (its owner and identifier are set) with
+        // `O`'s `setup`; its owner is the `ThisModule` `register` got.
+        // SAFETY: so the class and owner are as `new` needs.
+        unsafe { NewBackchannel::new::<O>(self.as_ptr(), owner, ident, args, p) }
     }
 }
 

@@ -375,17 +375,14 @@ impl<'a> RpcRqst<'a> {
             let n = (page_size - off).min(left);
             // SAFETY: the page array covers `page_base + page_len` bytes.
             let page = unsafe { *b.pages.add(base / page_size) };
-            if page.is_null() {
-                return Err(EINVAL);
-            }
-            // SAFETY: a page of the send buffer (lowmem, so mapped); `off +
-            // n` stays within it; it does not change during the op.
-            unsafe {
-                let src = bindings::svcrdma_rs_page_address(page)
-                    .cast::<u8>()
-                    .add(off);
-                copy_piece(dst, &mut at, src, n)
-            }?;
+            // SAFETY: a page of the send buffer, live during the op.
+            let page = unsafe { super::rqst::borrow_page(page) }.ok_or(EINVAL)?;
+            let d = dst.get_mut(at..).ok_or(EINVAL)?;
+            let n = n.min(d.len());
+            // SAFETY: `d` has room for `n` bytes; nothing writes the send
+            // buffer during the op; the bounds in the page are checked.
+            unsafe { page.read_raw(d.as_mut_ptr(), off, n) }?;
+            at += n;
             base += n;
             left -= n;
         }

@@ -9,6 +9,7 @@
 mod bc_link;
 #[cfg(svcrdma_rs_backchannel)]
 mod bc_ops;
+mod class_data;
 #[cfg(svcrdma_rs_backchannel)]
 mod client_class;
 #[cfg(svcrdma_rs_backchannel)]
@@ -22,6 +23,7 @@ mod xprt_ops;
 
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use bc_ops::{BcOps, BcParams, BoundBackchannel, SetupArgs};
+pub(crate) use class_data::ClassData;
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use client_class::{ClientClass, ClientRegistration};
 #[cfg(svcrdma_rs_backchannel)]

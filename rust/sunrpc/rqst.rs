@@ -4,15 +4,46 @@
 //! argument pages a Call is assembled into, the Reply's `xdr_buf`, and the
 //! transport's per-request context pointer.
 
-use core::marker::PhantomData;
+use core::{marker::PhantomData, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{page::BorrowedPage, prelude::*};
 
 use super::SvcXprt;
 use crate::{bindings, proto::layout::ArgShape};
 
 /// The page size the argument and reply buffers are made of.
 pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+
+/// Borrows `page` as the kernel crate's page type (`None` if null), to
+/// copy into or out of it through a temporary mapping.
+///
+/// # Safety
+///
+/// `page` is null or a live page that stays allocated for `'a`.
+pub(super) unsafe fn borrow_page<'a>(page: *mut bindings::page) -> Option<BorrowedPage<'a>> {
+    // The kernel crate's `struct page` and ours are the one C type.
+    let page = NonNull::new(page.cast::<kernel::bindings::page>())?;
+    // SAFETY: live for `'a` (the caller's promise).
+    Some(unsafe { BorrowedPage::from_raw(page) })
+}
+
+/// Writes `n` bytes at `off` of `page`: `src`'s first `n`, or zeros.
+///
+/// # Safety
+///
+/// Nothing else reads or writes those bytes of the page meanwhile.
+unsafe fn fill_page(page: &BorrowedPage<'_>, off: usize, n: usize, src: Option<&[u8]>) -> Result {
+    match src {
+        Some(s) => {
+            let s = s.get(..n).ok_or(EINVAL)?;
+            // SAFETY: `s` has `n` readable bytes; nothing else uses the
+            // page's bytes (the caller's promise); the bounds are checked.
+            unsafe { page.write_raw(s.as_ptr(), off, n) }
+        }
+        // SAFETY: as above.
+        None => unsafe { page.fill_zero_raw(off, n) },
+    }
+}
 
 /// Pages moved out of a request ([`Rqst::take_arg_pages`],
 /// [`Rqst::take_reply_pages`]), each with its reference, which is put when
@@ -93,9 +124,8 @@ impl HeldPages {
             let Some(page) = spare.pages.pop() else {
                 break;
             };
-            // INVARIANT: the reference moves with the page. (Cannot fail:
-            // room for `n` was reserved above.)
-            let _ = self.pages.push_within_capacity(page);
+            // INVARIANT: the reference moves with the page.
+            self.push_reserved(page);
         }
         for _ in self.pages.len()..n {
             let Ok(page) = kernel::page::Page::alloc_page(flags) else {
@@ -103,46 +133,56 @@ impl HeldPages {
                 return Err(ENOMEM);
             };
             // INVARIANT: the new page's one reference moves into the value
-            // (put by `clear`, or moved on with the page).
+            // (put by `clear`, or moved on with the page). The kernel
+            // crate's `struct page` and ours are the one C type.
             let page = core::mem::ManuallyDrop::new(page);
-            // Cannot fail: room for `n` was reserved above. (The kernel
-            // crate's `struct page` and ours are the one C type.)
-            let _ = self.pages.push_within_capacity(page.as_ptr().cast());
+            self.push_reserved(page.as_ptr().cast());
         }
         Ok(())
     }
 
+    /// Adds `page` with its reference, into room reserved before. Were
+    /// there none (a bug: every caller reserves first), it warns and puts
+    /// the page.
+    fn push_reserved(&mut self, page: *mut bindings::page) {
+        if let Err(e) = self.pages.push_within_capacity(page) {
+            kernel::warn_on!(true);
+            // SAFETY: the reference came with the page, and leaves with it.
+            unsafe { bindings::svcrdma_rs_put_page(e.0) };
+        }
+    }
+
     /// Copies `src` into the held pages, taken as one buffer, at `offset`.
     pub(crate) fn write(&mut self, offset: usize, src: &[u8]) -> Result {
-        self.fill(offset, src.len(), |dst, at| {
-            dst.copy_from_slice(&src[at..at + dst.len()])
-        })
+        self.fill(offset, src.len(), Some(src))
     }
 
     /// Zeroes `len` bytes of the held pages, taken as one buffer, at
     /// `offset`.
     pub(crate) fn zero(&mut self, offset: usize, len: usize) -> Result {
-        self.fill(offset, len, |dst, _| dst.fill(0))
+        self.fill(offset, len, None)
     }
 
-    fn fill(&mut self, offset: usize, len: usize, mut f: impl FnMut(&mut [u8], usize)) -> Result {
+    /// Writes `len` bytes at `offset` of the held pages: `src`'s, or zeros.
+    fn fill(&mut self, offset: usize, len: usize, src: Option<&[u8]>) -> Result {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.pages.len().saturating_mul(PAGE_SIZE) {
             return Err(EMSGSIZE);
         }
         let (mut at, mut done) = (offset, 0);
         while at < end {
-            let page = self.page(at / PAGE_SIZE).ok_or(EINVAL)?;
+            // SAFETY: a page the value holds a reference on, so live while
+            // `self` is borrowed.
+            let page = unsafe { borrow_page(self.page(at / PAGE_SIZE).ok_or(EINVAL)?) };
+            let page = page.ok_or(EINVAL)?;
             let off = at % PAGE_SIZE;
             let n = (PAGE_SIZE - off).min(end - at);
-            // A page the value holds a reference on (lowmem: ours or
-            // sunrpc's argument pages), written only by its holder.
-            // SAFETY: the page is held and lowmem; `off + n` stays within it.
-            let dst = unsafe {
-                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
-                core::slice::from_raw_parts_mut(base.add(off), n)
-            };
-            f(dst, done);
+            let src = src.map(|s| s.get(done..).unwrap_or(&[]));
+            // The holder alone uses its pages (`&mut self`); it lends them to
+            // the device only through `MappedPages`, which writes them only
+            // while nothing maps them.
+            // SAFETY: so nothing else reads or writes them meanwhile.
+            unsafe { fill_page(&page, off, n, src) }?;
             done += n;
             at += n;
         }
@@ -353,6 +393,85 @@ fn reply_slots(r: &bindings::svc_rqst) -> usize {
     usize::try_from(n).unwrap_or(0).min(r.rq_maxpages)
 }
 
+/// The Reply's pages of `r`: how many slots from `rq_respages` they fill
+/// (up to `rq_next_page`, or further if the page list spans more), and
+/// where the page list starts among them (`usize::MAX`: elsewhere); `None`
+/// before sunrpc set up the Reply. Fails if they overrun the array or one
+/// of those slots is empty: when it succeeds, each of the first `n` slots
+/// is in the array and holds a page.
+fn reply_pages(r: &bindings::svc_rqst) -> Result<Option<(usize, usize)>> {
+    if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: both point into the `rq_respages` array (sunrpc keeps
+    // `rq_next_page` within it).
+    let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
+    let n = usize::try_from(n).map_err(|_| EINVAL)?;
+    let cap = reply_slots(r);
+    let res = &r.rq_res;
+    // Where the page list starts among the Reply's pages, if it lies in
+    // them (it is `rq_respages + 1` as `svc_process` sets it up).
+    let base = r.rq_respages as usize;
+    let size = core::mem::size_of::<*mut bindings::page>();
+    let first = (res.pages as usize)
+        .checked_sub(base)
+        .filter(|d| d % size == 0 && d / size <= cap)
+        .map_or(usize::MAX, |d| d / size);
+    // An encoder may fill the page list without moving `rq_next_page`
+    // (NFSv3 GETACL spilling out of the head): the pages it spans are
+    // the Reply's too.
+    let spanned = if first == usize::MAX || res.page_len == 0 {
+        0
+    } else {
+        first + (res.page_base as usize + res.page_len as usize).div_ceil(PAGE_SIZE)
+    };
+    let n = n.max(spanned);
+    if n > cap {
+        return Err(EINVAL);
+    }
+    // SAFETY: `0..n` is within the array (`cap`).
+    if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
+        return Err(EINVAL);
+    }
+    Ok(Some((n, first)))
+}
+
+/// Whether the head and tail of `r`'s Reply each lie within one of its
+/// first `n` reply pages.
+///
+/// `svc_process` points the head at the start of `rq_respages[0]`
+/// (`svc.c`), and the XDR encoder (`xdr.c`, `xdr_write_pages`,
+/// `xdr_get_next_encode_buffer`) places the tail at its current position,
+/// in the head's page or in an encode page of the page list. That is
+/// nfsd's convention, not a rule this code can lean on: a kvec found
+/// elsewhere fails the Reply, before anything maps it, instead of letting
+/// the device read memory nothing holds.
+///
+/// # Safety
+///
+/// Each of the first `n` slots from `rq_respages` is in the array and
+/// holds a page ([`reply_pages`]).
+unsafe fn kvecs_in_pages(r: &bindings::svc_rqst, n: usize) -> bool {
+    let held = |i: usize| {
+        // SAFETY: `i` is below `n`: in the array, holding a page (the
+        // function's safety requirement).
+        let page = unsafe { *r.rq_respages.add(i) };
+        // SAFETY: a page the request holds; reply pages are lowmem.
+        unsafe { bindings::svcrdma_rs_page_address(page) as usize }
+    };
+    let lies_in_held = |base: *mut core::ffi::c_void, len: usize| {
+        let b = base as usize;
+        len == 0
+            || (0..n).any(|i| {
+                let start = held(i);
+                b >= start && b.checked_add(len).is_some_and(|e| e <= start + PAGE_SIZE)
+            })
+    };
+    let res = &r.rq_res;
+    lies_in_held(res.head[0].iov_base, res.head[0].iov_len)
+        && lies_in_held(res.tail[0].iov_base, res.tail[0].iov_len)
+}
+
 impl<'a, C> Rqst<'a, C> {
     /// Borrows the request sunrpc passed to an op.
     ///
@@ -448,22 +567,17 @@ impl<'a, C> Rqst<'a, C> {
 
     /// Copies `src` into the argument buffer at `offset`.
     pub(crate) fn arg_write(&mut self, offset: usize, src: &[u8]) -> Result {
-        self.arg_fill(offset, src.len(), |dst, at| {
-            dst.copy_from_slice(&src[at..at + dst.len()])
-        })
+        self.arg_fill(offset, src.len(), Some(src))
     }
 
     /// Zeroes `len` bytes of the argument buffer at `offset`.
     pub(crate) fn arg_zero(&mut self, offset: usize, len: usize) -> Result {
-        self.arg_fill(offset, len, |dst, _| dst.fill(0))
+        self.arg_fill(offset, len, None)
     }
 
-    fn arg_fill(
-        &mut self,
-        mut offset: usize,
-        len: usize,
-        mut f: impl FnMut(&mut [u8], usize),
-    ) -> Result {
+    /// Writes `len` bytes at `offset` of the argument buffer: `src`'s, or
+    /// zeros.
+    fn arg_fill(&mut self, mut offset: usize, len: usize, src: Option<&[u8]>) -> Result {
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > self.arg_capacity() {
             return Err(EMSGSIZE);
@@ -472,13 +586,13 @@ impl<'a, C> Rqst<'a, C> {
         while offset < end {
             let (page, off) = self.arg_page(offset).ok_or(EINVAL)?;
             let n = (PAGE_SIZE - off).min(end - offset);
-            // SAFETY: an argument page of this request (lowmem, owned by
-            // the nfsd thread); `off + n` stays within it.
-            let dst = unsafe {
-                let base = bindings::svcrdma_rs_page_address(page).cast::<u8>();
-                core::slice::from_raw_parts_mut(base.add(off), n)
-            };
-            f(dst, done);
+            // SAFETY: an argument page of this request, which holds it while
+            // `self` is borrowed.
+            let page = unsafe { borrow_page(page) }.ok_or(EINVAL)?;
+            let src = src.map(|s| s.get(done..).unwrap_or(&[]));
+            // SAFETY: the calling thread owns the request and its argument
+            // pages (`&mut self`): nothing else uses them meanwhile.
+            unsafe { fill_page(&page, off, n, src) }?;
             done += n;
             offset += n;
         }
@@ -500,19 +614,22 @@ impl<'a, C> Rqst<'a, C> {
         if (0..n).any(|i| unsafe { *r.rq_pages.add(i) }.is_null()) {
             return Err(EINVAL);
         }
+        let mut taken = Ok(());
         for i in 0..n {
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
-            // Cannot fail: room for `n` was reserved above.
-            // INVARIANT: the slot's reference moves to `out`.
-            if out.pages.push_within_capacity(*slot).is_ok() {
-                *slot = core::ptr::null_mut();
+            // INVARIANT: the slot's reference moves to `out`, into the room
+            // reserved above (were there none, the page stays in its slot).
+            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
+                taken = Err(ENOMEM);
+                break;
             }
+            *slot = core::ptr::null_mut();
         }
         // sunrpc refills the first `rq_pages_nfree` slots (its contract for
         // transports that keep request pages).
         r.rq_pages_nfree = r.rq_pages_nfree.max(n);
-        Ok(())
+        taken
     }
 
     /// Gives `pages`, taken from this request by [`Rqst::take_arg_pages`]
@@ -656,70 +773,17 @@ impl<'a, C> Rqst<'a, C> {
         }
         out.reply = None;
         let r = self.r_mut();
-        if r.rq_respages.is_null() || r.rq_next_page.is_null() {
+        let Some((n, first)) = reply_pages(r)? else {
             return Ok(());
-        }
-        // SAFETY: both point into the `rq_respages` array (sunrpc keeps
-        // `rq_next_page` within it).
-        let n = unsafe { r.rq_next_page.offset_from(r.rq_respages) };
-        let n = usize::try_from(n).map_err(|_| EINVAL)?;
-        let cap = reply_slots(r);
-        let res = &r.rq_res;
-        // Where the page list starts among the Reply's pages, if it lies in
-        // them (it is `rq_respages + 1` as `svc_process` sets it up).
-        let base = r.rq_respages as usize;
-        let size = core::mem::size_of::<*mut bindings::page>();
-        let first = (res.pages as usize)
-            .checked_sub(base)
-            .filter(|d| d % size == 0 && d / size <= cap)
-            .map_or(usize::MAX, |d| d / size);
-        // An encoder may fill the page list without moving `rq_next_page`
-        // (NFSv3 GETACL spilling out of the head): the pages it spans are
-        // the Reply's too.
-        let spanned = if first == usize::MAX || res.page_len == 0 {
-            0
-        } else {
-            first + (res.page_base as usize + res.page_len as usize).div_ceil(PAGE_SIZE)
         };
-        let n = n.max(spanned);
-        if n > cap {
-            return Err(EINVAL);
-        }
-        // SAFETY: `0..n` is within the array (`cap`).
-        if (0..n).any(|i| unsafe { *r.rq_respages.add(i) }.is_null()) {
-            return Err(EINVAL);
-        }
-        // The head and tail must each lie within one of these pages:
-        // `svc_process` points the head at the start of `rq_respages[0]`
-        // (`svc.c`), and the XDR encoder (`xdr.c`, `xdr_write_pages`,
-        // `xdr_get_next_encode_buffer`) places the tail at its current
-        // position, in the head's page or in an encode page of the page
-        // list. That is nfsd's convention, not a rule this code can lean
-        // on: a kvec found elsewhere fails the Reply here, before anything
-        // maps it, instead of letting the device read memory nothing holds.
-        let held = |i: usize| {
-            // SAFETY: `i` is below `n`, inside the array (`cap`); the slot
-            // holds a page (checked above).
-            let page = unsafe { *r.rq_respages.add(i) };
-            // SAFETY: a page the request holds; reply pages are lowmem.
-            unsafe { bindings::svcrdma_rs_page_address(page) as usize }
-        };
-        let lies_in_held = |base: *mut core::ffi::c_void, len: usize| {
-            let b = base as usize;
-            len == 0
-                || (0..n).any(|i| {
-                    let start = held(i);
-                    b >= start && b.checked_add(len).is_some_and(|e| e <= start + PAGE_SIZE)
-                })
-        };
-        if !lies_in_held(res.head[0].iov_base, res.head[0].iov_len)
-            || !lies_in_held(res.tail[0].iov_base, res.tail[0].iov_len)
-        {
+        // SAFETY: `reply_pages` checked the first `n` slots.
+        if !unsafe { kvecs_in_pages(r, n) } {
             crate::log::pr_warn_ratelimited!(
                 "a Reply's head or tail lies outside the request's reply pages; the Reply fails\n"
             );
             return Err(EINVAL);
         }
+        let res = &r.rq_res;
         out.pages.reserve(n, GFP_KERNEL)?;
         // With no page taken there is no layout, and no piece to map.
         let layout = (n > 0).then_some(ReplyLayout {
@@ -731,17 +795,19 @@ impl<'a, C> Rqst<'a, C> {
             len: res.len as usize,
         });
         for i in 0..n {
-            // SAFETY: `i` is below `n`, inside the array (`cap`).
+            // SAFETY: `i` is below `n`, inside the array (`reply_pages`).
             let slot = unsafe { &mut *r.rq_respages.add(i) };
-            // Room was reserved above.
-            // INVARIANT: the slot's reference moves to `out`.
-            out.pages.push_within_capacity(*slot).map_err(|_| ENOMEM)?;
+            // INVARIANT: the slot's reference moves to `out`, into the room
+            // reserved above (were there none, the page stays in its slot).
+            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
+                return Err(ENOMEM);
+            }
             *slot = core::ptr::null_mut();
         }
         // sunrpc refills the emptied slots of `[rq_respages, rq_next_page)`
         // only (`svc_alloc_arg`): those taken past it are brought into that
         // range, or the next request would find them empty.
-        // SAFETY: `n` is at most `cap`, within the array or one past it.
+        // SAFETY: `n` is within the array or one past it (`reply_pages`).
         r.rq_next_page = unsafe { r.rq_respages.add(n) };
         // INVARIANT: the layout of the Reply whose pages were just taken.
         out.reply = layout;

@@ -5,7 +5,7 @@
 
 use kernel::types::Opaque;
 
-use crate::bindings;
+use crate::{bindings, net::NetRef};
 
 /// Transport state bits (`xpt_flags`) this module sets or tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,10 +144,10 @@ impl SvcXprt {
     }
 
     /// The network namespace, borrowed; `None` before `svc_xprt_init()`.
-    pub(crate) fn net_ref(&self) -> Option<crate::rdma::cm::NetRef<'_>> {
+    pub(crate) fn net_ref(&self) -> Option<NetRef<'_>> {
         // SAFETY: an initialized transport holds a reference on `xpt_net`
         // until it is freed, so at least while `self` is borrowed.
-        unsafe { crate::rdma::cm::NetRef::from_raw(self.net()) }
+        unsafe { NetRef::from_raw(self.net()) }
     }
 
     /// The service the transport serves.

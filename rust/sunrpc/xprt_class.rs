@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A server transport class (`struct svc_xprt_class`) and its registration.
+//! A server transport class (`struct svc_xprt_class`) and its registration,
+//! and the transports made in its name.
 
 use core::marker::PhantomData;
 
 use kernel::{
     error::to_result,
     prelude::*,
-    sync::atomic::{ordering::Relaxed, Atomic},
+    sync::{
+        atomic::{ordering::Relaxed, Atomic},
+        Arc,
+    },
     types::Opaque,
 };
 
-use super::{Adapter, XprtOps};
+use super::{Adapter, ClassData, CreateArgs, NewXprt, SvcXprt, XprtOps};
 use crate::bindings;
 
 /// Storage for one `svc_xprt_class` whose transports are `O`'s, meant to
@@ -23,6 +27,8 @@ use crate::bindings;
 pub(crate) struct XprtClass<O: XprtOps> {
     class: Opaque<bindings::svc_xprt_class>,
     registered: Atomic<bool>,
+    /// What `xpo_create` gets, kept while the class is registered.
+    data: ClassData<O::Data>,
     _ops: PhantomData<O>,
 }
 
@@ -38,8 +44,14 @@ impl<O: XprtOps> XprtClass<O> {
         Self {
             class: Opaque::uninit(),
             registered: Atomic::new(false),
+            data: ClassData::new(),
             _ops: PhantomData,
         }
+    }
+
+    /// The class's data, for [`XprtOps::class_data`].
+    pub(crate) fn data(&self) -> &ClassData<O::Data> {
+        &self.data
     }
 
     /// The C object, for `svc_xprt_init()`.
@@ -52,7 +64,8 @@ impl<O: XprtOps> XprtClass<O> {
         self.registered.load(Relaxed)
     }
 
-    /// Registers the class with sunrpc under `name`, with `O`'s operations.
+    /// Registers the class with sunrpc under `name`, with `O`'s operations
+    /// and `data` for its `xpo_create`.
     ///
     /// Fails with `EEXIST` if sunrpc already has a class of that name, and
     /// with `EBUSY` if this class is already registered. The class stays
@@ -63,8 +76,15 @@ impl<O: XprtOps> XprtClass<O> {
         owner: &'static ThisModule,
         max_payload: u32,
         ident: i32,
+        data: Arc<O::Data>,
     ) -> Result<Registration<O>> {
         if self.registered.cmpxchg(false, true, Relaxed).is_err() {
+            return Err(EBUSY);
+        }
+        // Kept before sunrpc can find the class; none is (the last
+        // registration took its data back before it let go of the class).
+        if self.data.set(data).is_err() {
+            self.registered.store(false, Relaxed);
             return Err(EBUSY);
         }
         let class = bindings::svc_xprt_class {
@@ -82,6 +102,7 @@ impl<O: XprtOps> XprtClass<O> {
         // registration; `name` and `ops` are `'static` too.
         let ret = to_result(unsafe { bindings::svc_reg_xprt_class(self.class.get()) });
         if let Err(e) = ret {
+            drop(self.data.take());
             self.registered.store(false, Relaxed);
             return Err(e);
         }
@@ -99,6 +120,55 @@ impl<O: XprtOps> Drop for Registration<O> {
         // SAFETY: the class was registered by `XprtClass::register` and is
         // unregistered only here, once.
         unsafe { bindings::svc_unreg_xprt_class(self.class.as_ptr()) };
+        // Once no `xpo_create` can still read it.
+        drop(self.class.data.take());
         self.class.registered.store(false, Relaxed);
+    }
+}
+
+impl<O: XprtOps> XprtClass<O> {
+    /// A new listener of this class, in the namespace and service of
+    /// `args`. Fails if the class is not registered.
+    pub(crate) fn new_listener(
+        &'static self,
+        obj: Pin<KBox<O::Listener>>,
+        args: &CreateArgs<'_>,
+    ) -> Result<NewXprt<O::Listener>> {
+        if !self.is_registered() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `O`'s adapter frees an `O::Listener` when `XPT_LISTENER`
+        // is set; `args`' service and namespace are live (its invariant).
+        Ok(unsafe { NewXprt::init(obj, self.as_ptr(), args.net, args.serv, true) })
+    }
+
+    /// The connection `x` is, if it is one of this class's (a transport
+    /// nfsd links a backchannel to, say).
+    #[cfg_attr(not(svcrdma_rs_backchannel), allow(dead_code))]
+    pub(crate) fn conn_of<'a>(&self, x: &'a SvcXprt) -> Option<&'a O::Conn> {
+        if x.class() != self.as_ptr().cast_const() || x.is_listener() {
+            return None;
+        }
+        // The invariant of `NewXprt`, which made it; the connection lives as
+        // long as its `svc_xprt`.
+        // SAFETY: this class's non-listener is the first field of an `O::Conn`.
+        Some(unsafe { &*core::ptr::from_ref(x).cast::<O::Conn>() })
+    }
+
+    /// A new connection of this class, in the namespace and service of
+    /// `listener`, one of this class's listeners. Fails if the class is not
+    /// registered or `listener` is not one of its listeners.
+    pub(crate) fn new_conn(
+        &'static self,
+        obj: Pin<KBox<O::Conn>>,
+        lx: &SvcXprt,
+    ) -> Result<NewXprt<O::Conn>> {
+        // A listener this class made (storage is zeroed until then).
+        if !self.is_registered() || lx.class() != self.as_ptr().cast_const() || !lx.is_listener() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `O`'s adapter frees an `O::Conn` when `XPT_LISTENER` is
+        // clear; a live listener's namespace and service are live.
+        Ok(unsafe { NewXprt::init(obj, self.as_ptr(), lx.net(), lx.serv(), false) })
     }
 }

@@ -11,10 +11,13 @@
 
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
-use super::{Rqst, SvcXprt, XprtClass};
-use crate::bindings;
+use super::{ClassData, Rqst, SvcXprt};
+use crate::{
+    bindings,
+    net::{IpSockAddr, NetRef},
+};
 
 /// A transport type embedding its `svc_xprt`: a listener or a connection.
 ///
@@ -57,9 +60,17 @@ pub(crate) trait XprtOps: Sized + 'static {
     type Conn: HasSvcXprt;
     /// What a received Call carries to its Reply (`rq_xprt_ctxt`).
     type Ctxt: Send;
+    /// What the class hands to every `xpo_create`, set when it is
+    /// registered ([`super::XprtClass::register`]).
+    type Data: Send + Sync;
 
-    /// `xpo_create`: a listener on `args`' address.
-    fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Self::Listener>>;
+    /// Where the class keeps its data while it is registered (sunrpc calls
+    /// `xpo_create` with nothing of the class): its
+    /// [`super::XprtClass::data`].
+    fn class_data() -> &'static ClassData<Self::Data>;
+
+    /// `xpo_create`: a listener on `args`' address, with the class's data.
+    fn create(data: &Arc<Self::Data>, args: &CreateArgs<'_>) -> Result<NewXprt<Self::Listener>>;
 
     /// `xpo_accept`: the next connection of a listener, if one is ready.
     fn accept(l: &Self::Listener) -> Option<NewXprt<Self::Conn>>;
@@ -100,23 +111,23 @@ pub(crate) trait XprtOps: Sized + 'static {
 /// `serv` and `net` are live for `'a`; `addr` points to a whole
 /// `sockaddr_in` or `sockaddr_in6` (its family says which), valid for `'a`.
 pub(crate) struct CreateArgs<'a> {
-    serv: *mut bindings::svc_serv,
-    net: *mut bindings::net,
+    pub(super) serv: *mut bindings::svc_serv,
+    pub(super) net: *mut bindings::net,
     addr: *mut bindings::sockaddr,
     _p: PhantomData<&'a ()>,
 }
 
 impl<'a> CreateArgs<'a> {
     /// The network namespace to listen in, borrowed.
-    pub(crate) fn net_ref(&self) -> Option<crate::rdma::cm::NetRef<'a>> {
+    pub(crate) fn net_ref(&self) -> Option<NetRef<'a>> {
         // SAFETY: `net` is live for `'a` (invariant).
-        unsafe { crate::rdma::cm::NetRef::from_raw(self.net) }
+        unsafe { NetRef::from_raw(self.net) }
     }
 
     /// A copy of the address to listen on.
-    pub(crate) fn ip_addr(&self) -> Option<crate::rdma::IpSockAddr> {
+    pub(crate) fn ip_addr(&self) -> Option<IpSockAddr> {
         // SAFETY: a whole `sockaddr_in` or `sockaddr_in6` (invariant).
-        unsafe { crate::rdma::IpSockAddr::copy_from(self.addr) }
+        unsafe { IpSockAddr::copy_from(self.addr) }
     }
 }
 
@@ -141,7 +152,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
     ///
     /// `class` frees a `T` in `xpo_free`: `T` is its listener type and
     /// `listener` is true, or its connection type and `listener` false.
-    unsafe fn init(
+    pub(super) unsafe fn init(
         obj: Pin<KBox<T>>,
         class: *mut bindings::svc_xprt_class,
         net: *mut bindings::net,
@@ -173,7 +184,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
     }
 
     /// Records the local address (shown by sunrpc, used to find listeners).
-    pub(crate) fn set_local(&self, addr: &crate::rdma::IpSockAddr) {
+    pub(crate) fn set_local(&self, addr: &IpSockAddr) {
         // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` (`IpSockAddr`);
         // sunrpc does not know the transport yet (invariant).
         unsafe { self.svc_xprt().set_local(addr.as_ptr()) };
@@ -181,7 +192,7 @@ impl<T: HasSvcXprt> NewXprt<T> {
 
     /// Records the peer's address (port cleared: see
     /// [`SvcXprt::set_remote`]).
-    pub(crate) fn set_remote(&self, addr: &crate::rdma::IpSockAddr) {
+    pub(crate) fn set_remote(&self, addr: &IpSockAddr) {
         // SAFETY: as for `set_local`.
         unsafe { self.svc_xprt().set_remote(addr.as_ptr()) };
     }
@@ -216,53 +227,6 @@ impl<T: HasSvcXprt> Drop for NewXprt<T> {
         // SAFETY: the only reference (invariant); `xpo_free` frees the
         // object as a `T`.
         unsafe { bindings::svc_xprt_put(x) };
-    }
-}
-
-impl<O: XprtOps> XprtClass<O> {
-    /// A new listener of this class, in the namespace and service of
-    /// `args`. Fails if the class is not registered.
-    pub(crate) fn new_listener(
-        &'static self,
-        obj: Pin<KBox<O::Listener>>,
-        args: &CreateArgs<'_>,
-    ) -> Result<NewXprt<O::Listener>> {
-        if !self.is_registered() {
-            return Err(EINVAL);
-        }
-        // SAFETY: `O`'s adapter frees an `O::Listener` when `XPT_LISTENER`
-        // is set; `args`' service and namespace are live (its invariant).
-        Ok(unsafe { NewXprt::init(obj, self.as_ptr(), args.net, args.serv, true) })
-    }
-
-    /// The connection `x` is, if it is one of this class's (a transport
-    /// nfsd links a backchannel to, say).
-    #[cfg_attr(not(svcrdma_rs_backchannel), allow(dead_code))]
-    pub(crate) fn conn_of<'a>(&self, x: &'a SvcXprt) -> Option<&'a O::Conn> {
-        if x.class() != self.as_ptr().cast_const() || x.is_listener() {
-            return None;
-        }
-        // The invariant of `NewXprt`, which made it; the connection lives as
-        // long as its `svc_xprt`.
-        // SAFETY: this class's non-listener is the first field of an `O::Conn`.
-        Some(unsafe { &*core::ptr::from_ref(x).cast::<O::Conn>() })
-    }
-
-    /// A new connection of this class, in the namespace and service of
-    /// `listener`, one of this class's listeners. Fails if the class is not
-    /// registered or `listener` is not one of its listeners.
-    pub(crate) fn new_conn(
-        &'static self,
-        obj: Pin<KBox<O::Conn>>,
-        lx: &SvcXprt,
-    ) -> Result<NewXprt<O::Conn>> {
-        // A listener this class made (storage is zeroed until then).
-        if !self.is_registered() || lx.class() != self.as_ptr().cast_const() || !lx.is_listener() {
-            return Err(EINVAL);
-        }
-        // SAFETY: `O`'s adapter frees an `O::Conn` when `XPT_LISTENER` is
-        // clear; a live listener's namespace and service are live.
-        Ok(unsafe { NewXprt::init(obj, self.as_ptr(), lx.net(), lx.serv(), false) })
     }
 }
 
@@ -359,7 +323,12 @@ impl<O: XprtOps> Adapter<O> {
             addr: sa,
             _p: PhantomData,
         };
-        match O::create(&args) {
+        // A class's data is kept while it is registered, so while sunrpc can
+        // find the class.
+        let Some(data) = O::class_data().get() else {
+            return ENODEV.to_ptr();
+        };
+        match O::create(&data, &args) {
             Ok(l) => l.into_raw(),
             Err(e) => e.to_ptr(),
         }

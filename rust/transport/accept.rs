@@ -128,6 +128,7 @@ mod pending {
     pub(crate) struct Watch {
         gone: Atomic<bool>,
         /// Counts the id pointing here (until it is re-pointed or dropped).
+        #[pin]
         anchor: Anchor,
     }
 
@@ -164,7 +165,7 @@ mod pending {
                 watch: KBox::pin_init(
                     pin_init!(Watch {
                         gone: Atomic::new(false),
-                        anchor: Anchor::new(),
+                        anchor <- Anchor::new(),
                     }),
                     GFP_KERNEL,
                 )?,

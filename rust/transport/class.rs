@@ -4,8 +4,9 @@
 //! and its transport identifiers. What sunrpc calls on its transports is
 //! in [`super::ops`].
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
+use super::registry::Registry;
 use crate::{
     params,
     sunrpc::{self, Registration, XprtClass},
@@ -29,7 +30,8 @@ const IDENT: i32 = sunrpc::XPRT_TRANSPORT_RDMA | 0x1_0000;
 #[cfg(svcrdma_rs_backchannel)]
 pub(super) const BC_IDENT: i32 = IDENT | i32::MIN;
 
-/// Registers the class under the `xprt_name` parameter.
+/// Registers the class under the `xprt_name` parameter, its listeners
+/// made with `registry`.
 ///
 /// If the name is taken, loading fails with one line that says what to do.
 /// The usual holder of `rdma` is the kernel's own `rpcrdma.ko` (the NFS/RDMA
@@ -38,15 +40,13 @@ pub(super) const BC_IDENT: i32 = IDENT | i32::MIN;
 /// by `make install`, does on every later load) gives us the name and
 /// leaves its client working; another name is the way out when it cannot
 /// be unloaded.
-pub(crate) fn register_class(module: &'static ThisModule) -> Result<Registration<Rdma>> {
+pub(crate) fn register_class(
+    module: &'static ThisModule,
+    registry: Arc<Registry>,
+) -> Result<Registration<Rdma>> {
     let name = params::xprt_name()?;
     CLASS
-        .register(
-            name,
-            module,
-            sunrpc::MAX_PAYLOAD,
-            IDENT,
-        )
+        .register(name, module, sunrpc::MAX_PAYLOAD, IDENT, registry)
         .inspect_err(|e| {
             if *e != EEXIST {
                 return;

@@ -26,7 +26,6 @@ use kernel::{
 
 use super::{
     ctxt::{CallCtxt, CtxtPool},
-    fifo::Fifo,
     frmr::{FrmrPool, MrFree},
     registry::{ConnAttrs, ConnView, Registry},
     sq_slots::SendQueue,
@@ -34,6 +33,7 @@ use super::{
 };
 use crate::{
     anchor::{impl_anchored, Anchor},
+    fifo::Fifo,
     log::pr_warn_ratelimited,
     proto::inline::RECV_BATCH,
     rdma::{
@@ -151,6 +151,7 @@ pub(crate) struct Connection {
     pub(crate) id: u64,
     registry: Arc<Registry>,
     /// Counts the CM id and the QP that deliver events to the connection.
+    #[pin]
     anchor: Anchor,
 }
 
@@ -267,7 +268,7 @@ impl Connection {
             info,
             id,
             registry,
-            anchor: Anchor::new(),
+            anchor <- Anchor::new(),
         })
     }
 
@@ -794,7 +795,7 @@ impl Connection {
             // (their device counts with them).
             let orphans = core::mem::take(&mut *conn.orphans.lock());
             for o in orphans {
-                match r.ep.reclaim(o) {
+                match o.reclaim(&r.ep) {
                     Ok(ctxt) => conn.ctxt_put(ctxt),
                     Err(_) => {
                         pr_warn_ratelimited!("connection {}: a context stays leaked\n", conn.id)

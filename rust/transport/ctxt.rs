@@ -22,6 +22,7 @@ use kernel::{
 };
 
 use crate::{
+    pages::MappedPages,
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::{ArgShape, Payload},
@@ -29,7 +30,6 @@ use crate::{
     },
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
-        mapped::MappedPages,
         owned::{Cqe, ERR},
         wr::{Chain, Sge},
     },

@@ -28,16 +28,17 @@ use kernel::{
 use super::{
     accept::{self, AddrShown, Arrivals, Requests},
     class::CLASS,
-    registry::{registry, Registry},
+    registry::Registry,
 };
 use crate::{
     anchor::{impl_anchored, Anchor, AnchorRef},
     kwork,
     log::{pr_info_ratelimited, pr_warn_ratelimited, Show},
+    net::IpSockAddr,
     proto::addr::SockAddr,
     rdma::{
         cm::{CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, ConnRequest},
-        DevName, IpSockAddr,
+        DevName,
     },
     sunrpc::{impl_has_svc_xprt, CreateArgs, Flag, NewXprt, SvcXprt},
 };
@@ -96,6 +97,7 @@ pub(crate) struct Listener {
     requests: Requests,
     registry: Arc<Registry>,
     /// Counts the ids and the queued work item that refer to the listener.
+    #[pin]
     anchor: Anchor,
 }
 
@@ -295,8 +297,8 @@ impl kernel::fmt::Display for Dev {
 }
 
 /// Creates a listener (sunrpc's `xpo_create`) on `args`' address.
-pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
-    let registry = registry().ok_or(ENODEV)?;
+pub(super) fn create(registry: &Arc<Registry>, args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
+    let registry = registry.clone();
     let l = KBox::pin_init(
         try_pin_init!(Listener {
             xprt: SvcXprt::uninit(),
@@ -311,7 +313,7 @@ pub(super) fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
             relisten <- new_delayed_work!("svcrdma_rs_relisten"),
             requests <- Requests::new(),
             registry,
-            anchor: Anchor::new(),
+            anchor <- Anchor::new(),
         }),
         GFP_KERNEL,
     )?;

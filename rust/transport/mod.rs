@@ -21,8 +21,6 @@
 //! - [`stats`]: the per-connection counters;
 //! - [`fair`]: the pools nfsd threads wait on in turn (send-queue slots,
 //!   FRMR entries);
-//! - [`fifo`]: the fixed-size queues of received buffers and finished
-//!   Reads;
 //! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the
 //!   client's connection), unless built with `SVCRDMA_RS_BACKCHANNEL=n`.
 
@@ -33,7 +31,6 @@ mod class;
 mod connection;
 mod ctxt;
 mod fair;
-mod fifo;
 mod frmr;
 mod listener;
 mod ops;
@@ -49,4 +46,4 @@ mod stats;
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use backchannel::{register_class as register_bc_class, RdmaBc};
 pub(crate) use class::{register_class, Rdma};
-pub(crate) use registry::{install as install_registry, Installed as InstalledRegistry, Registry};
+pub(crate) use registry::new as new_registry;

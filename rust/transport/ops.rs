@@ -3,27 +3,34 @@
 //! What sunrpc calls on the class's transports: each `svc_xprt_ops` op
 //! ([`XprtOps`]) goes to the stage that implements it.
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 use super::{
     accept,
-    class::Rdma,
+    class::{Rdma, CLASS},
     connection::Connection,
     ctxt::{CallCtxt, Rq},
     listener,
     listener::Listener,
-    recvfrom, sendto,
+    recvfrom,
+    registry::Registry,
+    sendto,
 };
-use crate::sunrpc::{CreateArgs, NewXprt, XprtOps};
+use crate::sunrpc::{ClassData, CreateArgs, NewXprt, XprtOps};
 
 #[vtable]
 impl XprtOps for Rdma {
     type Listener = Listener;
     type Conn = Connection;
     type Ctxt = CallCtxt;
+    type Data = Registry;
 
-    fn create(args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
-        listener::create(args)
+    fn class_data() -> &'static ClassData<Registry> {
+        CLASS.data()
+    }
+
+    fn create(registry: &Arc<Registry>, args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
+        listener::create(registry, args)
     }
 
     fn accept(l: &Listener) -> Option<NewXprt<Connection>> {

@@ -25,7 +25,6 @@ use kernel::{
 
 use super::stats::{stats_files, ConnStats, ConnStatsView, Counters, Summed};
 use crate::{
-    globals::REGISTRY,
     log::pr_warn_ratelimited,
     params,
     proto::{
@@ -197,7 +196,8 @@ impl Attrs for TotalsView {
     }
 }
 
-/// Module-wide state; reached through [`registry()`].
+/// Module-wide state: the class's data ([`super::class`]), which every
+/// listener and connection holds.
 #[pin_data]
 pub(crate) struct Registry {
     /// `stats/`.
@@ -228,9 +228,9 @@ struct StatsLists {
     retired: KVec<KBox<ConnStats>>,
 }
 
-/// Creates the registry and its sysfs tree. The returned handle removes
-/// them when dropped, after which [`registry()`] is `None`.
-pub(crate) fn install() -> Result<Installed> {
+/// Creates the registry and its sysfs tree, which go when the last
+/// reference does.
+pub(crate) fn new() -> Result<Arc<Registry>> {
     let stats = Arc::pin_init(
         pin_init!(StatsSet {
             lists <- new_mutex!(StatsLists {
@@ -244,7 +244,7 @@ pub(crate) fn install() -> Result<Installed> {
     let devices_dir = root.child(c"devices")?;
     let conns_dir = root.child(c"connections")?;
     let totals = Dir::new(&root, c"stats", TotalsView(None, stats.clone()))?;
-    let reg = Arc::pin_init(
+    Arc::pin_init(
         try_pin_init!(Registry {
             _totals: totals,
             devices <- new_mutex!(KVec::new()),
@@ -255,25 +255,7 @@ pub(crate) fn install() -> Result<Installed> {
             _root: root,
         }),
         GFP_KERNEL,
-    )?;
-    *REGISTRY.lock() = Some(reg);
-    Ok(Installed)
-}
-
-/// Ownership of the installed registry.
-pub(crate) struct Installed;
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        // Dropped outside the lock: removing the sysfs tree waits for reads.
-        let reg = REGISTRY.lock().take();
-        drop(reg);
-    }
-}
-
-/// The module's registry, while it is installed.
-pub(crate) fn registry() -> Option<Arc<Registry>> {
-    REGISTRY.lock().clone()
+    )
 }
 
 impl Registry {

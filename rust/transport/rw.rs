@@ -27,6 +27,7 @@ use super::{
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
+    pages::MappedPages,
     proto::{
         budget::{self, Budget, ReadSink},
         layout::ArgShape,
@@ -35,7 +36,6 @@ use crate::{
     },
     rdma::{
         dma::Dir,
-        mapped::MappedPages,
         wc_status,
         wr::{Chain, Sge},
     },

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Kernel socket addresses, read into [`crate::proto::addr::SockAddr`].
+//! Network namespaces and socket addresses as both the RDMA CM and sunrpc
+//! pass them: a borrowed `struct net` ([`NetRef`]) and IPv4/IPv6 socket
+//! addresses ([`IpSockAddr`], or read into
+//! [`crate::proto::addr::SockAddr`]).
+
+use core::{marker::PhantomData, ptr::NonNull};
 
 use crate::{bindings, proto::addr::SockAddr};
 
@@ -87,5 +92,32 @@ impl IpSockAddr {
         // SAFETY: a whole `sockaddr_in`/`sockaddr_in6` in storage large
         // enough for either (invariant).
         unsafe { sockaddr_to_proto(self.as_ptr()) }
+    }
+}
+
+/// A network namespace, borrowed from sunrpc (a transport's or a create
+/// call's) for the RDMA CM (the namespace an id is made in).
+#[derive(Clone, Copy)]
+pub(crate) struct NetRef<'a> {
+    ptr: NonNull<bindings::net>,
+    _p: PhantomData<&'a bindings::net>,
+}
+
+impl NetRef<'_> {
+    /// Borrows a namespace.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a live `struct net` for the borrow's lifetime.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::net) -> Option<Self> {
+        NonNull::new(ptr).map(|ptr| Self {
+            ptr,
+            _p: PhantomData,
+        })
+    }
+
+    /// The C object, for the calls that take a namespace.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::net {
+        self.ptr.as_ptr()
     }
 }

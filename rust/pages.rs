@@ -4,6 +4,9 @@
 //! mapping made of them ([`MappedPages`]), so that no mapping outlives the
 //! memory it maps.
 //!
+//! The glue between the two layers below it: the pages come from sunrpc's
+//! requests ([`HeldPages`]), the mappings from the RDMA wrappers.
+//!
 //! Pages come in first (taken from the nfsd request), mappings are made
 //! only of pages the value holds, and the pages leave (put, or given to a
 //! request) only once nothing maps them. Under FRMR the mappings live in
@@ -11,12 +14,14 @@
 
 use kernel::prelude::*;
 
-use super::{
-    dma::{Dir, DmaDev, DmaMaps},
-    mr::{MrLease, MrMapped, MrTable},
-    Pd,
+use crate::{
+    rdma::{
+        dma::{Dir, DmaDev, DmaMaps},
+        mr::{MrLease, MrMapped, MrTable},
+        Pd,
+    },
+    sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE},
 };
-use crate::sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE};
 
 /// One RPC's pages (a Call's Read sink or a Reply's Write source) with the
 /// mappings of them: DMA mappings, and the FRMR leases whose entries map
@@ -269,9 +274,13 @@ impl MappedPages {
     ) -> Result<MrMapped> {
         let Self { mrs, pages, .. } = self;
         let pages = &*pages;
-        // Within the held pages (checked here), so every index has a page.
-        let sink = Self::pieces(pages.len(), offset, len)?
-            .map(move |(i, off, n)| (pages.page(i).unwrap_or(core::ptr::null_mut()), off, n));
+        // Within the held pages (checked by `pieces`), so every index has a
+        // page; a piece without one would fail the mapping (short).
+        let pieces = Self::pieces(pages.len(), offset, len)?;
+        if kernel::warn_on!(pieces.clone().any(|(i, _, _)| pages.page(i).is_none())) {
+            return Err(EINVAL);
+        }
+        let sink = pieces.filter_map(move |(i, off, n)| Some((pages.page(i)?, off, n)));
         let lease = mrs.get_mut(k).ok_or(EINVAL)?;
         // INVARIANT: the lease, if mapped by this, maps held pages.
         // Every page is one `pages` holds, and stays there while the lease,

@@ -21,11 +21,12 @@ use kernel::{
     sync::{atomic::Atomic, SpinLock},
 };
 
+use super::call::{Steps, MAX_WRITE_CHUNKS, NO_STEPS};
 use crate::{
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::{ArgShape, Payload},
-        rpcrdma::header::{Header, Limits, Shape},
+        rpcrdma::header::{Header, Shape},
     },
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
@@ -33,7 +34,7 @@ use crate::{
         owned::{Cqe, ERR},
         wr::{Chain, Sge},
     },
-    sunrpc::{self, Rqst},
+    sunrpc::Rqst,
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
@@ -43,23 +44,6 @@ pub(crate) type Rq<'a> = Rqst<'a, CallCtxt>;
 pub(crate) const REPLY: u64 = 0;
 /// A context's chain of a Call's RDMA Reads: its [`Cqe`] id.
 pub(crate) const READS: u64 = 1;
-
-/// Write chunks per Call we handle (more is answered with ERR_CHUNK).
-pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
-
-/// Read chunks per Call we handle (more is answered with ERR_CHUNK).
-pub(crate) const MAX_READ_CHUNKS: usize = 8;
-
-/// What we accept in a Call's transport header: no more chunks than a
-/// context holds.
-pub(crate) const LIMITS: Limits = Limits {
-    max_read_segments: 64,
-    max_write_chunks: MAX_WRITE_CHUNKS as u32,
-    max_segments_per_chunk: 64,
-    // A maximal payload (`RPCSVC_MAXPAYLOAD`) plus room for the RPC
-    // message around it in a Reply chunk.
-    max_chunk_bytes: sunrpc::MAX_PAYLOAD + 64 * 1024,
-};
 
 /// A Call's transport header, kept for its Reply: a copy of its bytes and
 /// where its parts lie in them, decoded and validated once, when the Call
@@ -130,13 +114,13 @@ pub(crate) struct CallCtxt {
     /// Where the Call's bytes lie in its pages once its Reads complete.
     pub(crate) call_shape: ArgShape,
     /// Storage for the steps of the Call's assembly
-    /// (`recvfrom::plan`), kept with the context so that no receive
+    /// (`call::plan`), kept with the context so that no receive
     /// initializes a fresh array.
-    pub(crate) steps: super::recvfrom::Steps,
+    pub(crate) steps: Steps,
     /// Where the Call's Read chunks start, and how many there are: only
     /// for the mutant that corrupts them.
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-    pub(crate) read_dst: [usize; MAX_READ_CHUNKS],
+    pub(crate) read_dst: [usize; super::call::MAX_READ_CHUNKS],
     #[cfg(svcrdma_mutant = "corrupt_read_sink")]
     pub(crate) nread: usize,
     /// Completion of a Reply's chain (`sq::post_reply`).
@@ -173,9 +157,9 @@ impl CallCtxt {
             args: MappedPages::new(dev)?,
             reply: MappedPages::new(dev)?,
             call_shape: ArgShape::Stream { len: 0 },
-            steps: super::recvfrom::NO_STEPS,
+            steps: NO_STEPS,
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
-            read_dst: [0; MAX_READ_CHUNKS],
+            read_dst: [0; super::call::MAX_READ_CHUNKS],
             #[cfg(svcrdma_mutant = "corrupt_read_sink")]
             nread: 0,
             reply_cqe: Cqe::for_chains(),

@@ -13,6 +13,8 @@
 //! - [`frmr`]: the per-connection FRMR pool;
 //! - [`recv`]: receive buffers and their completions;
 //! - [`recvfrom`]: `xpo_recvfrom` (transport header, Call assembly);
+//! - [`call`]: a received Call's plan (its header checked, its layout and
+//!   the cost of its Reads);
 //! - [`rw`]: RDMA Read and Write under the connection's memory model;
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
@@ -29,6 +31,7 @@
 mod accept;
 #[cfg(svcrdma_rs_backchannel)]
 mod backchannel;
+mod call;
 mod class;
 mod connection;
 mod ctxt;

@@ -23,9 +23,10 @@
 use kernel::prelude::*;
 
 use super::{
+    call::{has_read_list, plan, Fill, Plan},
     connection::Connection,
     ctxt::CallCtxt,
-    recvfrom::{self, repost, Fill},
+    recvfrom::repost,
     rw,
     sq::post_reads_reserved,
     stats::count,
@@ -33,7 +34,6 @@ use super::{
 use crate::{
     proto::inline::RECV_SIZE,
     rdma::recv::{RecvHandler, RecvSlot},
-    sunrpc::PAGE_SIZE,
 };
 
 impl RecvHandler for Connection {
@@ -53,16 +53,6 @@ impl RecvHandler for Connection {
     fn receive_failed(&self, status: u32) {
         Connection::receive_failed(self, status);
     }
-}
-
-/// The Read list's discriminator in an RPC-over-RDMA version 1 header:
-/// after the XID, version, credits and procedure words (RFC 8166 §4.2).
-const READ_LIST_AT: usize = 16;
-
-/// Whether the message in `msg` has a Read list (its first discriminator
-/// is 1): the only messages [`reads_at_once`] looks at further.
-fn has_read_list(msg: &[u8]) -> bool {
-    msg.get(READ_LIST_AT..READ_LIST_AT + 4) == Some(&[0, 0, 0, 1][..])
 }
 
 /// Starts the Call of `slot` from its receive completion if it is a valid
@@ -91,7 +81,11 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
         return Some(slot);
     };
     // Read in place, never moved (it is large).
-    let planned = recvfrom::plan(conn, msg, capacity, &mut ctxt.steps);
+    let Some(budget) = rw::budget(conn) else {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    };
+    let planned = plan(&budget, msg, capacity, &mut ctxt.steps);
     let plan = match &planned {
         Ok(plan) if plan.nchunks > 0 => plan,
         _ => {
@@ -102,7 +96,7 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     // Nothing here may sleep: a completion handler does not wait for
     // memory, slots or MRs (nfsd threads do).
     let nowait = GFP_NOWAIT | __GFP_NOWARN;
-    let pages = (plan.shape.extent(PAGE_SIZE as u32) as usize).div_ceil(PAGE_SIZE);
+    let pages = plan.pages();
     let Ok(wrs) = u32::try_from(plan.cost.wrs) else {
         conn.ctxt_put(ctxt);
         return Some(slot);
@@ -159,12 +153,7 @@ fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
 
 /// Builds the Read chain of the Call `plan` describes in `ctxt` (its
 /// header kept, its inline part in its pages, `mrs` FRMR entries held).
-fn prepare(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    plan: &recvfrom::Plan<'_>,
-    mrs: usize,
-) -> Result {
+fn prepare(conn: &Connection, ctxt: &mut CallCtxt, plan: &Plan<'_>, mrs: usize) -> Result {
     let chunks = plan.read_chunks();
     if rw::mrs_needed(conn, &chunks) != mrs {
         // The budget's count and the chain's differ: cannot happen.

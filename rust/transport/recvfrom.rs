@@ -17,8 +17,9 @@
 use kernel::prelude::*;
 
 use super::{
+    call::{plan, Fill, Unplanned, LIMITS},
     connection::{Connection, Work},
-    ctxt::{CallCtxt, Rq, LIMITS, MAX_READ_CHUNKS},
+    ctxt::{CallCtxt, Rq},
     rw, sendto,
     sq::{post_reads, post_reply},
     stats::count,
@@ -26,15 +27,11 @@ use super::{
 use crate::{
     log::pr_warn_ratelimited,
     proto::{
-        budget::{answer_when_busy, Cost},
-        layout::{call_layout, split_floor, ArgShape, Place, ReadChunkRef, Split},
-        rpcrdma::{
-            chunk::ReadList,
-            header::{decode, ChunkError, DecodeError, Header, Proc},
-        },
+        budget::answer_when_busy,
+        layout::ArgShape,
+        rpcrdma::header::{ChunkError, DecodeError},
     },
     rdma::recv::RecvSlot,
-    sunrpc::PAGE_SIZE,
 };
 
 /// Handles one received message on `conn` for the nfsd thread's request
@@ -225,237 +222,6 @@ pub(super) fn repost(conn: &Connection, slot: RecvSlot) {
     }
 }
 
-/// Steps of a Call's assembly, at most ([`call_layout`]).
-pub(super) const MAX_STEPS: usize = 3 * MAX_READ_CHUNKS + 1;
-
-/// Storage for a Call's assembly steps ([`plan`] fills it; the caller
-/// keeps it, so the steps outlive the receive buffer the plan reads).
-pub(super) type Steps = [Place; MAX_STEPS];
-
-/// An empty [`Steps`].
-pub(super) const NO_STEPS: Steps = [Place::Zero { dst: 0, len: 0 }; MAX_STEPS];
-
-/// A Call's transport header, decoded and checked against the connection,
-/// and where its bytes go in the argument buffer ([`plan`]: the first
-/// `nsteps` of the caller's [`Steps`]).
-pub(super) struct Plan<'m> {
-    /// The header, over the received message.
-    pub(super) header: Header<'m>,
-    /// The RPC message's inline bytes (after the transport header).
-    body: &'m [u8],
-    /// Steps of the assembly, in the caller's storage.
-    pub(super) nsteps: usize,
-    /// Where the Call's bytes lie once assembled.
-    pub(super) shape: ArgShape,
-    /// Read chunks the Call has.
-    pub(super) nchunks: usize,
-    /// What its RDMA Reads take of the connection's MRs and send queue.
-    pub(super) cost: Cost,
-    /// Per Read chunk the steps place, in their order: which entries of
-    /// the Read list are its segments, and where it goes in the argument
-    /// buffer ([`Plan::read_chunks`]).
-    work: [ChunkWork; MAX_READ_CHUNKS],
-    nwork: usize,
-}
-
-/// One Read chunk of a Call: its segments, entries `first..first + n` of
-/// the Read list, and its destination offset in the argument buffer.
-/// (Indices, not views, keep a [`Plan`] small: it is returned and read in
-/// place, never copied whole.)
-#[derive(Clone, Copy, Default)]
-struct ChunkWork {
-    first: u16,
-    n: u16,
-    dst: u32,
-}
-
-/// Per Read chunk of a Call, in the order its assembly places them: the
-/// chunk's segments and its destination offset in the argument buffer.
-pub(super) type ReadWork<'m> = [Option<(ReadList<'m>, usize)>; MAX_READ_CHUNKS];
-
-impl<'m> Plan<'m> {
-    /// The Call's Read chunks with their destinations ([`ReadWork`]).
-    pub(super) fn read_chunks(&self) -> ReadWork<'m> {
-        let mut out: ReadWork<'m> = [None; MAX_READ_CHUNKS];
-        for (slot, w) in out.iter_mut().zip(&self.work[..self.nwork]) {
-            *slot = self
-                .header
-                .reads
-                .sub(usize::from(w.first), usize::from(w.n))
-                .map(|segs| (segs, w.dst as usize));
-        }
-        out
-    }
-}
-
-/// Why a received message has no [`Plan`].
-pub(super) enum Unplanned<'m> {
-    /// The transport header did not decode (or was the peer's RDMA_ERROR).
-    Decode(DecodeError),
-    /// A backward-direction Reply for the backchannel: its header and RPC
-    /// message.
-    #[cfg(svcrdma_rs_backchannel)]
-    BackwardReply(Header<'m>, &'m [u8]),
-    /// Without the backchannel no variant borrows the message: this one,
-    /// which cannot be made, keeps the lifetime the same in both builds.
-    #[cfg(not(svcrdma_rs_backchannel))]
-    #[allow(dead_code)]
-    Never(
-        core::convert::Infallible,
-        core::marker::PhantomData<&'m [u8]>,
-    ),
-    /// The Call's chunks cannot be placed in the argument buffer, or need
-    /// more of the connection than it has: `(needed, there)` of what ran
-    /// out, or `(0, 0)`.
-    Reject {
-        xid: u32,
-        why: &'static str,
-        counts: (usize, usize),
-    },
-}
-
-/// Decodes and checks the received message `msg` of `conn` for an argument
-/// buffer of `capacity` bytes, and lays the Call out in it, its steps in
-/// `steps`. Pure: nothing is copied, posted or answered.
-// The large error (a decoded header) lives on the stack once per message
-// and is consumed by the caller at once; boxing it would allocate per
-// backward Reply.
-#[allow(clippy::result_large_err)]
-pub(super) fn plan<'m>(
-    conn: &Connection,
-    msg: &'m [u8],
-    capacity: u32,
-    steps: &mut Steps,
-) -> core::result::Result<Plan<'m>, Unplanned<'m>> {
-    let header = decode(msg, &LIMITS).map_err(Unplanned::Decode)?;
-    let xid = header.xid;
-    let hdr_len = header.hdr_len.min(msg.len());
-    let body = if header.proc_ == Proc::NoMsg {
-        &[][..]
-    } else {
-        msg.get(hdr_len..).unwrap_or(&[])
-    };
-    // A backward Reply goes to the backchannel's waiting Call, not to nfsd.
-    #[cfg(svcrdma_rs_backchannel)]
-    if crate::proto::rpcrdma::backward::is_reply(&header, body) {
-        return Err(Unplanned::BackwardReply(header, body));
-    }
-    let reject = |why: &'static str, counts| Unplanned::Reject { xid, why, counts };
-    // Where each Read chunk goes, and which Read list entries are its
-    // segments (parsed once, here).
-    let mut chunks = [ReadChunkRef {
-        position: 0,
-        length: 0,
-    }; MAX_READ_CHUNKS];
-    let mut entries = [(0u16, 0u16); MAX_READ_CHUNKS];
-    let mut nchunks = 0usize;
-    let mut seen = 0usize;
-    for c in header.reads.chunks() {
-        let (Some(slot), Some(at)) = (chunks.get_mut(nchunks), entries.get_mut(nchunks)) else {
-            return Err(reject("too many read chunks", (0, 0)));
-        };
-        *slot = ReadChunkRef {
-            position: c.position,
-            length: c.total,
-        };
-        // Within the decoder's limit of Read segments (`LIMITS`).
-        let (Ok(first), Ok(n)) = (u16::try_from(seen), u16::try_from(c.segments.len())) else {
-            return Err(reject("too many read segments", (0, 0)));
-        };
-        *at = (first, n);
-        seen += c.segments.len();
-        nchunks += 1;
-    }
-    // A data item gets pages of its own, past the RPC header, except in a
-    // NULL Call (`split_floor`).
-    let split = split_floor(body).map(|min_position| Split {
-        page_size: PAGE_SIZE as u32,
-        min_position,
-    });
-    let layout = call_layout(
-        u32::try_from(body.len()).unwrap_or(u32::MAX),
-        &chunks[..nchunks],
-        capacity,
-        split,
-        steps,
-    )
-    .map_err(|e| reject(e.as_str(), (0, 0)))?;
-    let nsteps = layout.steps;
-    // A Call whose Reads need more MRs or send-queue slots than the
-    // connection has could never be served: it is answered, not waited on.
-    let mut work = [ChunkWork::default(); MAX_READ_CHUNKS];
-    let mut nwork = 0usize;
-    if nchunks > 0 {
-        for step in &steps[..nsteps] {
-            if let Place::Chunk { chunk, dst, .. } = *step {
-                if let (Some(&(first, n)), Some(w)) = (entries.get(chunk), work.get_mut(nwork)) {
-                    *w = ChunkWork { first, n, dst };
-                    nwork += 1;
-                }
-            }
-        }
-    }
-    let mut cost = Cost::default();
-    if nwork > 0 {
-        if let Some(budget) = rw::budget(conn) {
-            for w in &work[..nwork] {
-                let segs = header
-                    .reads
-                    .sub(usize::from(w.first), usize::from(w.n))
-                    .ok_or_else(|| reject("read chunk outside the read list", (0, 0)))?;
-                let lens = segs.iter().map(|s| s.length as usize);
-                cost = cost.plus(budget.read_cost(w.dst as usize, lens));
-            }
-            budget
-                .check(cost)
-                .map_err(|over| reject(over.as_str(), over.counts()))?;
-        }
-    }
-    Ok(Plan {
-        header,
-        body,
-        nsteps,
-        shape: layout.shape,
-        nchunks,
-        cost,
-        work,
-        nwork,
-    })
-}
-
-/// One piece of a Call's assembly ([`Plan::assemble`]).
-pub(super) enum Fill<'a> {
-    /// Inline bytes to copy.
-    Bytes(&'a [u8]),
-    /// This many zero bytes (an XDR roundup).
-    Zeros(usize),
-}
-
-impl Plan<'_> {
-    /// Puts the Call's inline bytes and roundups where the plan's `steps`
-    /// say: `put(offset, fill)` into the argument buffer, in order.
-    pub(super) fn assemble(
-        &self,
-        steps: &[Place],
-        mut put: impl FnMut(usize, Fill<'_>) -> Result,
-    ) -> Result {
-        for step in steps.iter().take(self.nsteps) {
-            match *step {
-                Place::Inline { src, dst, len } => {
-                    let (s, l) = (src as usize, len as usize);
-                    put(
-                        dst as usize,
-                        Fill::Bytes(self.body.get(s..s + l).ok_or(EINVAL)?),
-                    )?;
-                }
-                Place::Zero { dst, len } => put(dst as usize, Fill::Zeros(len as usize))?,
-                Place::Chunk { .. } => {}
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Decodes the message of `slot`, answers or assembles it. The buffer is
 /// reposted before any RDMA Read. `Err` means no Call for nfsd.
 fn receive(
@@ -476,7 +242,11 @@ fn receive(
     let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
     conn.learn_arg_capacity(capacity);
     // Read in place, never moved (it is large).
-    let planned = plan(conn, msg, capacity, &mut ctxt.steps);
+    let Some(budget) = rw::budget(conn) else {
+        repost(conn, slot);
+        return Err(NoCall::Dropped);
+    };
+    let planned = plan(&budget, msg, capacity, &mut ctxt.steps);
     let plan = match &planned {
         Ok(p) => p,
         Err(Unplanned::Decode(e)) => {

@@ -19,8 +19,9 @@
 use kernel::prelude::*;
 
 use super::{
+    call::MAX_WRITE_CHUNKS,
     connection::Connection,
-    ctxt::{CallCtxt, Rq, MAX_WRITE_CHUNKS},
+    ctxt::{CallCtxt, Rq},
     rw,
     sq::post_reply,
     stats::count,

@@ -22,6 +22,7 @@ use super::{
     connection::{Connection, Endpoint, Resources},
     frmr::FrmrPool,
     registry::{ConnAttrs, Registry},
+    sink::Sink,
     sq::UNSIGNALED_WRS,
 };
 use crate::{
@@ -500,6 +501,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     })?;
     let got = acc.endpoint().caps();
     let got_send_sge = got.send_sge;
+    let sink = Sink::new(
+        model,
+        frmrs,
+        acc.endpoint().pd(),
+        max_sge_rd.min(got_send_sge),
+    )?;
     // A chain holds a slot per request until its last completion: the
     // send queue's slots, less the one the drain at teardown needs, are
     // what chains hold (fewer under a debug build's `debug_sq_slots`).
@@ -532,7 +539,7 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
             unsignaled,
             (depths.credits as usize).div_ceil(4),
             depths.credits as usize * 8,
-            frmrs.as_ref().map_or(0, |f| f.len()),
+            sink.mrs(),
         )
         // On failure the QP (dropped first) flushes what was posted.
         .and_then(|()| {
@@ -559,13 +566,9 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     // returns, before the connection.
     let (ep, accepted) = acc.accept(conn.as_pin(), &ours, ord)?;
     conn.set_res(Resources {
-        frmrs,
+        sink,
         ep,
         send_sge: got_send_sge.clamp(1, MAX_SEND_SGE),
-        read_sge: match model {
-            Model::DmaMrRemoteWrite => 1,
-            _ => max_sge_rd.min(got_send_sge).clamp(1, MAX_SEND_SGE),
-        },
     });
 
     // On an error the resources go with the connection (dropping it), the

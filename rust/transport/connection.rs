@@ -27,8 +27,9 @@ use kernel::{
 use super::{
     ctxt::{CallCtxt, CtxtPool},
     fifo::Fifo,
-    frmr::{FrmrPool, MrFree},
+    frmr::MrFree,
     registry::{ConnAttrs, ConnView, Registry},
+    sink::Sink,
     sq_slots::SendQueue,
     stats::{count, ConnStats, ConnStatsView},
 };
@@ -58,13 +59,12 @@ pub(crate) type Endpoint = crate::rdma::endpoint::Endpoint<Connection>;
 /// order (`Drop`): then no work request uses the MRs. The MRs go before the
 /// endpoint, whose PD they are on.
 pub(crate) struct Resources {
-    pub(crate) frmrs: Option<FrmrPool>,
+    /// Where RDMA Reads land (the FRMR pool's MRs under FRMR).
+    pub(crate) sink: Sink,
     /// The CM id, PD, CQs, QP and receive buffers.
     pub(crate) ep: Endpoint,
     /// Send SGEs per work request the QP allows.
     pub(crate) send_sge: u32,
-    /// SGEs per RDMA Read the device allows.
-    pub(crate) read_sge: u32,
 }
 
 impl Resources {
@@ -335,13 +335,13 @@ impl Connection {
         #[cfg(svcrdma_mutant = "eager_mr_pool")]
         let (res, eager) = {
             let mut res = res;
-            let r = match res.frmrs.as_mut() {
-                Some(f) => f.table.allocate_all(res.ep.pd()),
-                None => Ok(()),
+            let r = match &mut res.sink {
+                Sink::Frmr { pool, .. } => pool.table.allocate_all(res.ep.pd()),
+                Sink::Dma { .. } => Ok(()),
             };
             (res, r)
         };
-        let filled = res.frmrs.as_ref().map_or(Ok(()), |p| self.mr_free.fill(p));
+        let filled = res.sink.pool().map_or(Ok(()), |p| self.mr_free.fill(p));
         #[cfg(svcrdma_mutant = "eager_mr_pool")]
         let filled = filled.and(eager);
         let set = self.res.populate(res);
@@ -373,7 +373,7 @@ impl Connection {
 
     /// The FRMR pool allocated or retired entries: sysfs shows the counts.
     pub(crate) fn frmr_changed(&self) {
-        let Some(pool) = self.res().and_then(|r| r.frmrs.as_ref()) else {
+        let Some(pool) = self.res().and_then(|r| r.sink.pool()) else {
             return;
         };
         if let Some((_, dir)) = self.sysfs.as_ref() {
@@ -699,10 +699,7 @@ impl Connection {
     /// hold them; fails once the connection is closing.
     pub(crate) fn mrs_take(&self, n: usize, out: &mut KVec<MrLease>) -> Result {
         out.reserve(n, GFP_KERNEL)?;
-        let total = self
-            .res()
-            .and_then(|r| r.frmrs.as_ref())
-            .map_or(0, |f| f.len());
+        let total = self.res().map_or(0, |r| r.sink.mrs());
         if n > total {
             return Err(EMSGSIZE);
         }

@@ -10,6 +10,7 @@
 //! - [`accept`]: connection requests (RFC 8797 private data, the memory
 //!   model) and `xpo_accept`;
 //! - [`connection`]: a connection's RDMA resources, events and teardown;
+//! - [`sink`]: where RDMA Reads land, under the connection's memory model;
 //! - [`frmr`]: the per-connection FRMR pool;
 //! - [`recv`]: receive buffers and their completions;
 //! - [`recvfrom`]: `xpo_recvfrom` (transport header, Call assembly);
@@ -45,6 +46,7 @@ mod recvfrom;
 mod registry;
 mod rw;
 mod sendto;
+mod sink;
 mod sq;
 mod sq_slots;
 mod stats;

@@ -24,13 +24,14 @@ use kernel::sync::atomic::ordering::Acquire;
 use super::{
     connection::Connection,
     ctxt::{CallCtxt, Rq},
+    frmr::FrmrPool,
+    sink::{frmr_piece, Sink, MAX_SGE},
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
     proto::{
-        budget::{self, Budget, ReadSink},
+        budget::Budget,
         layout::ArgShape,
-        memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
     rdma::{
@@ -38,38 +39,15 @@ use crate::{
         mapped::MappedPages,
         wc_status,
         wr::{Chain, Sge},
+        Pd,
     },
     sunrpc::PAGE_SIZE,
 };
 
-/// SGEs of one work request, at most.
-const MAX_SGE: usize = crate::rdma::wr::MAX_WR_SGE;
-
-/// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go
-/// (the cut [`budget`]'s costs are computed by).
-fn frmr_piece(at: usize, left: usize, max_bytes: usize) -> usize {
-    budget::frmr_piece(at, left, max_bytes, PAGE_SIZE)
-}
-
 /// What one RPC can have of `conn`'s send queue and MR pool, and how its
 /// Read sinks are cut (`None` before accept built the resources).
 pub(super) fn budget(conn: &Connection) -> Option<Budget> {
-    let res = conn.res()?;
-    let sink = match (conn.info.model, res.frmrs.as_ref()) {
-        (Model::Frmr { read_with_inv, .. }, Some(pool)) => ReadSink::Frmr {
-            pages_per_mr: pool.pages_per_mr() as usize,
-            local_inv: !read_with_inv,
-        },
-        _ => ReadSink::Sge {
-            max_sge: (res.read_sge as usize).clamp(1, MAX_SGE),
-        },
-    };
-    Some(Budget {
-        page_size: PAGE_SIZE,
-        sink,
-        mrs: res.frmrs.as_ref().map_or(0, |f| f.len()),
-        sq_slots: conn.sq_slots() as usize,
-    })
+    Some(conn.res()?.sink.budget(conn.sq_slots()))
 }
 
 /// Reads `chunk` (one Read chunk's segments, in order) from the client
@@ -81,89 +59,120 @@ fn build_reads(
     conn: &Connection,
     ctxt: &mut CallCtxt,
     chunk: ReadList<'_>,
-    mut dst: usize,
+    dst: usize,
     next_mr: &mut usize,
 ) -> Result {
     let res = conn.res().ok_or(ENOTCONN)?;
-    match conn.info.model {
-        Model::Frmr {
-            sink_remote_write,
+    match &res.sink {
+        Sink::Frmr {
+            pool,
+            remote_write,
             read_with_inv,
-            ..
         } => {
-            let pool = &res.frmrs.as_ref().ok_or(EINVAL)?.table;
-            let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
-            let mut allocated = pool.allocated();
-            for seg in chunk.iter() {
-                let mut done = 0usize;
-                let len = seg.length as usize;
-                while done < len {
-                    let at = dst + done;
-                    let n = frmr_piece(at, len - done, max_bytes);
-                    let k = *next_mr;
-                    *next_mr += 1;
-                    let mapped = ctxt.args.map_mr(pool, res.pd(), k, at, n);
-                    if pool.allocated() != allocated {
-                        allocated = pool.allocated();
-                        conn.frmr_changed();
-                    }
-                    let mapped = mapped?;
-                    mapped.register(&mut ctxt.chain, sink_remote_write)?;
-                    let sge = Sge {
-                        addr: mapped.iova,
-                        length: n as u32,
-                        lkey: mapped.lkey,
-                    };
-                    let inv = read_with_inv.then_some(mapped.lkey);
-                    ctxt.chain.read(
-                        seg.offset.wrapping_add(done as u64),
-                        seg.handle,
-                        &[sge],
-                        inv,
-                    )?;
-                    done += n;
-                }
-                dst += len;
-            }
-        }
-        Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
-            let key = match conn.info.model {
-                // Policy asked for the global rkey for this model only.
-                Model::DmaMrRemoteWrite => res.pd().global_rkey(),
-                _ => res.pd().local_dma_lkey(),
+            let frmr = Frmr {
+                pool,
+                remote_write: *remote_write,
+                read_with_inv: *read_with_inv,
             };
-            let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
-            let CallCtxt { chain, args, .. } = ctxt;
-            for seg in chunk.iter() {
-                // Where the pending request starts in the segment, and its
-                // bytes so far; its SGEs go straight into the chain.
-                let mut wr_start = 0u64;
-                let mut wr_len = 0u64;
-                let mut placed = 0usize;
-                args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
-                    placed += len;
-                    chain.add_sge(Sge {
-                        addr,
-                        length: len as u32,
-                        lkey: key,
-                    })?;
-                    wr_len += len as u64;
-                    if chain.pending_sges() == max_sge {
-                        chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                        wr_start += wr_len;
-                        wr_len = 0;
-                    }
-                    Ok(())
-                })?;
-                if placed != seg.length as usize {
-                    return Err(EMSGSIZE);
-                }
-                if chain.pending_sges() > 0 {
-                    chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                }
-                dst += seg.length as usize;
-            }
+            frmr_reads(conn, res.pd(), frmr, ctxt, chunk, dst, next_mr)
         }
+        &Sink::Dma { key, max_sge } => dma_reads(ctxt, chunk, dst, key, max_sge),
+    }
+}
+
+/// The FRMR sink of a connection ([`Sink::Frmr`]).
+#[derive(Clone, Copy)]
+struct Frmr<'a> {
+    pool: &'a FrmrPool,
+    remote_write: bool,
+    read_with_inv: bool,
+}
+
+/// [`build_reads`] under FRMR: each sink piece registered in the next MR
+/// `ctxt` holds, on `pd`, and read into.
+fn frmr_reads(
+    conn: &Connection,
+    pd: &Pd,
+    frmr: Frmr<'_>,
+    ctxt: &mut CallCtxt,
+    chunk: ReadList<'_>,
+    mut dst: usize,
+    next_mr: &mut usize,
+) -> Result {
+    let table = &frmr.pool.table;
+    let mut allocated = table.allocated();
+    for seg in chunk.iter() {
+        let mut done = 0usize;
+        let len = seg.length as usize;
+        while done < len {
+            let at = dst + done;
+            let n = frmr_piece(frmr.pool, at, len - done);
+            let k = *next_mr;
+            *next_mr += 1;
+            let mapped = ctxt.args.map_mr(table, pd, k, at, n);
+            if table.allocated() != allocated {
+                allocated = table.allocated();
+                conn.frmr_changed();
+            }
+            let mapped = mapped?;
+            mapped.register(&mut ctxt.chain, frmr.remote_write)?;
+            let sge = Sge {
+                addr: mapped.iova,
+                length: n as u32,
+                lkey: mapped.lkey,
+            };
+            let inv = frmr.read_with_inv.then_some(mapped.lkey);
+            ctxt.chain.read(
+                seg.offset.wrapping_add(done as u64),
+                seg.handle,
+                &[sge],
+                inv,
+            )?;
+            done += n;
+        }
+        dst += len;
+    }
+    Ok(())
+}
+
+/// [`build_reads`] under a DMA MR: the sink's pages mapped and addressed
+/// with `key`, `max_sge` of them per Read.
+fn dma_reads(
+    ctxt: &mut CallCtxt,
+    chunk: ReadList<'_>,
+    mut dst: usize,
+    key: u32,
+    max_sge: usize,
+) -> Result {
+    let CallCtxt { chain, args, .. } = ctxt;
+    for seg in chunk.iter() {
+        // Where the pending request starts in the segment, and its bytes
+        // so far; its SGEs go straight into the chain.
+        let mut wr_start = 0u64;
+        let mut wr_len = 0u64;
+        let mut placed = 0usize;
+        args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
+            placed += len;
+            chain.add_sge(Sge {
+                addr,
+                length: len as u32,
+                lkey: key,
+            })?;
+            wr_len += len as u64;
+            if chain.pending_sges() == max_sge {
+                chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+                wr_start += wr_len;
+                wr_len = 0;
+            }
+            Ok(())
+        })?;
+        if placed != seg.length as usize {
+            return Err(EMSGSIZE);
+        }
+        if chain.pending_sges() > 0 {
+            chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+        }
+        dst += seg.length as usize;
     }
     Ok(())
 }
@@ -246,25 +255,9 @@ pub(super) fn prepare_failed(conn: &Connection, e: Error) {
     conn.close();
 }
 
-/// FRMR pool entries the Read chunks `chunks` need (0 without FRMR): one
-/// per sink piece.
+/// FRMR pool entries the Read chunks `chunks` need (0 without FRMR).
 pub(super) fn mrs_needed(conn: &Connection, chunks: &[Option<(ReadList<'_>, usize)>]) -> usize {
-    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
-        return 0;
-    };
-    let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
-    let mut need = 0usize;
-    for &(chunk, mut dst) in chunks.iter().flatten() {
-        for seg in chunk.iter() {
-            let (mut done, len) = (0usize, seg.length as usize);
-            while done < len {
-                done += frmr_piece(dst + done, len - done, max_bytes);
-                need += 1;
-            }
-            dst += len;
-        }
-    }
-    need
+    conn.res().map_or(0, |r| r.sink.mrs_needed(chunks))
 }
 
 /// Takes the Call's MRs (waiting in turn for them) and builds its Read
@@ -330,18 +323,16 @@ pub(super) fn prepare_reads_held(
 /// unless the Reads invalidate them themselves (Read With Invalidate): one
 /// wait covers registration, Reads and invalidation.
 fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
-    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
+    let Some(Sink::Frmr {
+        pool,
+        read_with_inv: false,
+        ..
+    }) = conn.res().map(|r| &r.sink)
+    else {
         return Ok(());
     };
     // Mutant skip_local_inv: the Reads' MRs are never invalidated.
     if cfg!(svcrdma_mutant = "skip_local_inv") {
-        return Ok(());
-    }
-    if let Model::Frmr {
-        read_with_inv: true,
-        ..
-    } = conn.info.model
-    {
         return Ok(());
     }
     for lease in ctxt.args.mrs() {
@@ -387,10 +378,7 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
         release_mrs(conn, ctxt);
         return;
     }
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let Some(pool) = res.frmrs.as_ref() else {
+    let Some(pool) = conn.res().and_then(|r| r.sink.pool()) else {
         return;
     };
     // Not given back: retired entries are never used again. Nothing that
@@ -416,10 +404,7 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
 /// completed and returns them to the pool. After a failed chain
 /// [`retire_mrs`] takes them out of use instead.
 fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let Some(pool) = res.frmrs.as_ref() else {
+    let Some(pool) = conn.res().and_then(|r| r.sink.pool()) else {
         return;
     };
     // Their Reads and invalidations completed.

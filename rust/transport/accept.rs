@@ -543,7 +543,7 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         )
         // On failure the QP (dropped first) flushes what was posted.
         .and_then(|()| {
-            conn.receives_posting(depths.recv_buffers as usize);
+            conn.recv.posting(depths.recv_buffers as usize);
             acc.endpoint().post_receives()
         });
     if let Err(e) = built {

@@ -12,7 +12,7 @@
 //! - [`connection`]: a connection's RDMA resources, events and teardown;
 //! - [`sink`]: where RDMA Reads land, under the connection's memory model;
 //! - [`frmr`]: the per-connection FRMR pool;
-//! - [`recv`]: receive buffers and their completions;
+//! - [`recv`]: the receive queue between the receive CQ and nfsd;
 //! - [`recvfrom`]: `xpo_recvfrom` (transport header, Call assembly);
 //! - [`call`]: a received Call's plan (its header checked, its layout and
 //!   the cost of its Reads);

@@ -13,37 +13,180 @@
 //! the item on pages of its own from their first byte, as nfsd's direct I/O
 //! needs, the inline bytes around it in the first page. The context that
 //! carries the header to the Reply hangs on the request.
+//!
+//! A Call with Read chunks (an NFS WRITE's data, a long Call) is started
+//! by its receive completion instead, when everything it needs is at hand
+//! ([`reads_at_once`]): its RDMA Reads are posted right away, into pages
+//! of its own, and the Call waits for them in the connection's queue of
+//! finished Reads (`super::recv`), not in an nfsd thread, which is woken
+//! only once they are done, to pick the whole Call up. The C transport
+//! wakes a thread for the Call, which posts the Reads and goes back to
+//! sleep, and another one once they complete.
 
 use kernel::prelude::*;
 
 use super::{
-    call::{plan, Fill, Unplanned, LIMITS},
-    connection::{Connection, Work},
+    call::{has_read_list, plan, Fill, Plan, Unplanned, LIMITS},
+    connection::Connection,
     ctxt::{CallCtxt, Rq},
+    recv::Work,
     rw, sendto,
-    sq::{post_reads, post_reply},
+    sq::{post_reads, post_reads_reserved, post_reply},
     stats::count,
 };
 use crate::{
     log::pr_warn_ratelimited,
+    proto::inline::RECV_SIZE,
     proto::{
         budget::answer_when_busy,
         layout::ArgShape,
         rpcrdma::header::{ChunkError, DecodeError},
     },
-    rdma::recv::RecvSlot,
+    rdma::recv::{RecvHandler, RecvSlot},
 };
+
+impl RecvHandler for Connection {
+    const BUF_SIZE: u32 = RECV_SIZE;
+
+    fn receives_ready(&self) -> bool {
+        self.recv.notified(self.xprt())
+    }
+
+    fn received(&self, slot: RecvSlot) {
+        if self.recv.completed() {
+            count(&self.stats.c.recv_starved, 1);
+        }
+        if let Some(slot) = reads_at_once(self, slot) {
+            if self.recv.push(self.xprt(), slot).is_err() {
+                self.close_deferred();
+            }
+        }
+    }
+
+    fn receive_failed(&self, status: u32) {
+        Connection::receive_failed(self, status);
+    }
+}
+
+/// Starts the Call of `slot` from its receive completion if it is a valid
+/// Call with Read chunks and what its Reads need is at hand now: a
+/// context, pages for its argument buffer (without sleeping), and the
+/// send-queue slots and FRMR entries the Reads take, with nobody waiting
+/// for either. Then its inline part is copied into those pages, the buffer
+/// reposted, and the Reads posted; their completion queues the Call for
+/// nfsd (`rw::reads_finished`). Otherwise, or for any other message, the
+/// slot comes back untouched, for nfsd to handle as always (it answers
+/// what this does not take, and waits where this may not).
+fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
+    if !conn.recv.directly(conn.xprt()) {
+        return Some(slot);
+    }
+    let (Some(res), Some(capacity)) = (conn.res(), conn.recv.arg_capacity()) else {
+        return Some(slot);
+    };
+    let Some(msg) = res.ep.message(&slot) else {
+        return Some(slot);
+    };
+    if !has_read_list(msg) {
+        return Some(slot);
+    }
+    let Some(mut ctxt) = conn.ctxt_get(false) else {
+        return Some(slot);
+    };
+    // Read in place, never moved (it is large).
+    let Some(budget) = rw::budget(conn) else {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    };
+    let planned = plan(&budget, msg, capacity, &mut ctxt.steps);
+    let plan = match &planned {
+        Ok(plan) if plan.nchunks > 0 => plan,
+        _ => {
+            conn.ctxt_put(ctxt);
+            return Some(slot);
+        }
+    };
+    // Nothing here may sleep: a completion handler does not wait for
+    // memory, slots or MRs (nfsd threads do).
+    let nowait = GFP_NOWAIT | __GFP_NOWARN;
+    let pages = plan.pages();
+    let Ok(wrs) = u32::try_from(plan.cost.wrs) else {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    };
+    if ctxt.args.alloc_args(pages, nowait).is_err() || ctxt.hdr.keep(msg, &plan.header).is_err() {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    if !conn.sq_try_reserve(wrs) {
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    let mrs = plan.cost.mrs;
+    let took_mrs = mrs == 0
+        || ctxt
+            .args
+            .mrs_mut()
+            .is_ok_and(|out| out.reserve(mrs, nowait).is_ok() && conn.mrs_try_take(mrs, out));
+    if !took_mrs {
+        conn.sq_release(wrs);
+        conn.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    // The Call is this completion's from here on: what fails now closes
+    // the connection, as it would in an nfsd thread.
+    let c = &mut *ctxt;
+    let assembled = plan.assemble(&c.steps, |at, fill| match fill {
+        Fill::Bytes(b) => c.args.write_args(at, b),
+        Fill::Zeros(n) => c.args.zero_args(at, n),
+    });
+    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
+    // The Reads are built from the segments in the received message, then
+    // the buffer goes back.
+    let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, plan, mrs));
+    repost(conn, slot);
+    if let Err(e) = prepared {
+        rw::prepare_failed(conn, e);
+        conn.sq_release(wrs);
+        if !ctxt.args.mrs().is_empty() {
+            // Taken but not registered (the chain was never built): they
+            // go back as they came.
+            if let Ok(held) = ctxt.args.mrs_mut() {
+                conn.mrs_give(held);
+            }
+        }
+        conn.ctxt_put(ctxt);
+        return None;
+    }
+    // A failed post closes the connection and hands the context to
+    // `rw::reads_finished` (`post_reads_reserved`).
+    let _ = post_reads_reserved(conn, ctxt, wrs);
+    None
+}
+
+/// Builds the Read chain of the Call `plan` describes in `ctxt` (its
+/// header kept, its inline part in its pages, `mrs` FRMR entries held).
+fn prepare(conn: &Connection, ctxt: &mut CallCtxt, plan: &Plan<'_>, mrs: usize) -> Result {
+    let chunks = plan.read_chunks();
+    if rw::mrs_needed(conn, &chunks) != mrs {
+        // The budget's count and the chain's differ: cannot happen.
+        return Err(EINVAL);
+    }
+    rw::prepare_reads_held(conn, ctxt, &chunks, plan.shape)
+}
 
 /// Handles one received message on `conn` for the nfsd thread's request
 /// `rq`. Returns the Call's length (0: nothing for nfsd).
 pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
     // Counted before other threads are let in (`Connection::recv_cap`).
-    let _in_recv = conn.enter_recv();
+    let _in_recv = conn.recv.enter(conn.xprt());
     // The receive completions this thread was woken for, if nobody else
     // handles them.
-    conn.poll_receives();
-    let next = conn.next_work();
+    if let Some(res) = conn.res() {
+        conn.recv.poll(&res.ep);
+    }
+    let next = conn.recv.next(conn.xprt());
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
     let slot = match next {
@@ -215,7 +358,8 @@ pub(super) fn repost(conn: &Connection, slot: RecvSlot) {
         return;
     };
     if conn
-        .recv_released(slot, |batch| res.ep.repost(batch.into_iter().flatten()))
+        .recv
+        .release(slot, |batch| res.ep.repost(batch.into_iter().flatten()))
         .is_err()
     {
         conn.close();
@@ -240,7 +384,7 @@ fn receive(
     };
     count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
     let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    conn.learn_arg_capacity(capacity);
+    conn.recv.learn_arg_capacity(capacity);
     // Read in place, never moved (it is large).
     let Some(budget) = rw::budget(conn) else {
         repost(conn, slot);

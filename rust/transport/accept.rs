@@ -19,7 +19,7 @@ use kernel::{
 
 use super::{
     class::CLASS,
-    connection::{Connection, Endpoint, Resources},
+    connection::{Connection, Endpoint, PoolSizes, Resources},
     frmr::FrmrPool,
     registry::{ConnAttrs, Registry},
     sink::Sink,
@@ -535,11 +535,13 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     let built = conn
         .init_pools(
             acc.endpoint().dma_dev(),
-            sq_slots,
-            unsignaled,
-            (depths.credits as usize).div_ceil(4),
-            depths.credits as usize * 8,
-            sink.mrs(),
+            &PoolSizes {
+                sq_slots,
+                unsignaled,
+                ctxts: (depths.credits as usize).div_ceil(4),
+                max_ctxts: depths.credits as usize * 8,
+                mrs: sink.mrs(),
+            },
         )
         // On failure the QP (dropped first) flushes what was posted.
         .and_then(|()| {
@@ -583,7 +585,9 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     }
     // Mutant eager_mr_pool: sysfs shows the MRs allocated at accept.
     #[cfg(svcrdma_mutant = "eager_mr_pool")]
-    conn.frmr_changed();
+    if let Some(live) = conn.live() {
+        live.frmr_changed();
+    }
     pr_info_ratelimited!(
         "connection {} from {} on {} ({}): {}\n",
         conn.id,

@@ -42,7 +42,7 @@ use kernel::prelude::*;
 use super::{
     class::{BC_IDENT, CLASS},
     connection::Connection,
-    sq::post_reply,
+    sq::{post_reply, Posted},
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
@@ -137,7 +137,7 @@ fn bind(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
 /// does not recurse into file systems. Waiting for a send-queue slot is
 /// allowed for the same reason; a closing connection ends the wait.
 fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
-    let res = conn.res().ok_or(ENOTCONN)?;
+    let live = conn.live().ok_or(ENOTCONN)?;
     let limit = max_inline_reply(&conn.info.client) as usize;
     let len = CALL_HEADER_LEN.saturating_add(rq.send_len());
     if len > limit {
@@ -150,7 +150,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         return Err(EMSGSIZE);
     }
     // Pool empty and at its bound: sunrpc retries after a short delay.
-    let mut ctxt = conn.ctxt_get(false).ok_or(ENOMEM)?;
+    let mut ctxt = live.ctxt_get(false).ok_or(ENOMEM)?;
     let built = (|| -> Result<usize> {
         let n = encode_call_header(&mut ctxt.send_buf[..], rq.xid(), BC_CREDITS)
             .map_err(|_| EMSGSIZE)?;
@@ -165,7 +165,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         }
     };
     ctxt.chain.clear();
-    if let Err(e) = ctxt.send_inline(res.pd().local_dma_lkey(), total, None) {
+    if let Err(e) = ctxt.send_inline(live.res.pd().local_dma_lkey(), total, None) {
         conn.ctxt_put(ctxt);
         return Err(e);
     }
@@ -174,7 +174,10 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
     // completes; on failure it is returned, and a failed post closes the
     // connection.
     super::stats::count(&conn.stats.c.backward_calls, 1);
-    post_reply(conn, ctxt).map_err(|_| ENOTCONN)
+    match post_reply(live, ctxt) {
+        Posted::Ok => Ok(()),
+        Posted::Refused(_) => Err(ENOTCONN),
+    }
 }
 
 /// Delivers a backward Reply (`header`, with `body` the RPC message after

@@ -9,7 +9,9 @@
 //! - [`listener`]: listening endpoints (`xpo_create`);
 //! - [`accept`]: connection requests (RFC 8797 private data, the memory
 //!   model) and `xpo_accept`;
-//! - [`connection`]: a connection's RDMA resources, events and teardown;
+//! - [`connection`]: a connection's RDMA resources, pools and teardown;
+//! - [`live`]: a connection with its resources, as the data path sees it;
+//! - [`events`]: a connection's CM and QP events;
 //! - [`sink`]: where RDMA Reads land, under the connection's memory model;
 //! - [`frmr`]: the per-connection FRMR pool;
 //! - [`recv`]: the receive queue between the receive CQ and nfsd;
@@ -36,10 +38,12 @@ mod call;
 mod class;
 mod connection;
 mod ctxt;
+mod events;
 mod fair;
 mod fifo;
 mod frmr;
 mod listener;
+mod live;
 mod ops;
 mod recv;
 mod recvfrom;

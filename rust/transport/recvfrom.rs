@@ -29,22 +29,24 @@ use super::{
     call::{has_read_list, plan, Fill, Plan, Unplanned, LIMITS},
     connection::Connection,
     ctxt::{CallCtxt, Rq},
+    live::Live,
     recv::Work,
     rw, sendto,
-    sq::{post_reads, post_reads_reserved, post_reply},
+    sq::{post_reads, post_reply, Slots},
     stats::count,
 };
 use crate::{
     log::pr_warn_ratelimited,
-    proto::inline::RECV_SIZE,
     proto::{
         budget::answer_when_busy,
+        inline::RECV_SIZE,
         layout::ArgShape,
         rpcrdma::header::{ChunkError, DecodeError},
     },
     rdma::recv::{RecvHandler, RecvSlot},
 };
 
+/// Receive completions, from the receive CQ (`rdma::recv`).
 impl RecvHandler for Connection {
     const BUF_SIZE: u32 = RECV_SIZE;
 
@@ -52,6 +54,7 @@ impl RecvHandler for Connection {
         self.recv.notified(self.xprt())
     }
 
+    /// The counterpart of C's svc_rdma_wc_receive().
     fn received(&self, slot: RecvSlot) {
         if self.recv.completed() {
             count(&self.stats.c.recv_starved, 1);
@@ -64,172 +67,350 @@ impl RecvHandler for Connection {
     }
 
     fn receive_failed(&self, status: u32) {
-        Connection::receive_failed(self, status);
+        self.receive_failed(status);
+    }
+}
+
+/// `xpo_recvfrom`: handles one received message on `conn` for the nfsd
+/// thread's request `rq`, or picks up a Call whose Reads completed.
+/// Returns the Call's length (0: nothing for nfsd). The counterpart of C's
+/// svc_rdma_recvfrom().
+pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
+    rq.reset_reply_pages();
+    // Counted before other threads are let in (`RecvQueue::room_for_a_thread`).
+    let _in_recv = conn.recv.enter(conn.xprt());
+    let live = conn.live();
+    // The receive completions this thread was woken for, if nobody else
+    // handles them.
+    if let Some(live) = live {
+        conn.recv.poll(&live.res.ep);
+    }
+    let next = conn.recv.next(conn.xprt());
+    // Let other threads receive on this transport while we work.
+    conn.xprt().received();
+    match next {
+        None => 0,
+        Some(Work::ReadsDone(ctxt)) => finish_reads(conn, rq, ctxt),
+        Some(Work::Received(slot)) => live.map_or(0, |live| take_call(live, rq, slot)),
+    }
+}
+
+/// Makes the Call of the message of `slot` for the nfsd thread's request
+/// `rq` ([`receive`]); the buffer is given back before the Call goes to
+/// nfsd, or its Reads or an answer are posted. Returns the Call's length
+/// (0: none for nfsd now).
+fn take_call(live: Live<'_>, rq: &mut Rq<'_>, slot: RecvSlot) -> usize {
+    let Some(mut ctxt) = live.ctxt_get(false) else {
+        answer_busy(live, slot);
+        return 0;
+    };
+    let Some(msg) = live.res.ep.message(&slot) else {
+        repost(live, slot);
+        live.ctxt_put(ctxt);
+        return 0;
+    };
+    let got = receive(live, &mut Origin::Thread(rq), &mut ctxt, msg);
+    repost(live, slot);
+    match got {
+        Ok(Next::Call(shape)) => match finish_call(&live, rq, shape) {
+            Ok(len) => hand_over(&live, rq, ctxt, len),
+            Err(_) => {
+                live.ctxt_put(ctxt);
+                0
+            }
+        },
+        // The context goes with the Reads, with the Call's pages; their
+        // last completion queues the Call, and the next thread in here
+        // picks it up (`finish_reads`). A refused post closes the
+        // connection.
+        Ok(Next::Reads(_)) => {
+            post_reads(live, ctxt, Slots::Wait);
+            0
+        }
+        // The context goes with the answer, as with a Reply: its completion
+        // gives it back, and this thread takes the next message at once. A
+        // refused post closes the connection, a failed completion too (its
+        // status).
+        Err(NoCall::Answer) => {
+            post_reply(live, ctxt);
+            0
+        }
+        Err(e) => {
+            e.close(live);
+            live.ctxt_put(ctxt);
+            0
+        }
     }
 }
 
 /// Starts the Call of `slot` from its receive completion if it is a valid
-/// Call with Read chunks and what its Reads need is at hand now: a
-/// context, pages for its argument buffer (without sleeping), and the
-/// send-queue slots and FRMR entries the Reads take, with nobody waiting
-/// for either. Then its inline part is copied into those pages, the buffer
-/// reposted, and the Reads posted; their completion queues the Call for
-/// nfsd (`rw::reads_finished`). Otherwise, or for any other message, the
-/// slot comes back untouched, for nfsd to handle as always (it answers
-/// what this does not take, and waits where this may not).
+/// Call with Read chunks and what its Reads need is at hand now (see
+/// [`Origin::Completion`]). Then its inline part is copied into pages of
+/// its own, the buffer reposted, and the Reads posted; their completion
+/// queues the Call for nfsd (`rw::reads_finished`). Otherwise, or for any
+/// other message, the slot comes back untouched, for nfsd to handle as
+/// always (it answers what this does not take, and waits where this may
+/// not).
 fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
     if !conn.recv.directly(conn.xprt()) {
         return Some(slot);
     }
-    let (Some(res), Some(capacity)) = (conn.res(), conn.recv.arg_capacity()) else {
+    let (Some(live), Some(capacity)) = (conn.live(), conn.recv.arg_capacity()) else {
         return Some(slot);
     };
-    let Some(msg) = res.ep.message(&slot) else {
+    let Some(msg) = live.res.ep.message(&slot) else {
         return Some(slot);
     };
     if !has_read_list(msg) {
         return Some(slot);
     }
-    let Some(mut ctxt) = conn.ctxt_get(false) else {
+    let Some(mut ctxt) = live.ctxt_get(false) else {
         return Some(slot);
+    };
+    let got = receive(live, &mut Origin::Completion(capacity), &mut ctxt, msg);
+    if let Err(NoCall::Later) = got {
+        live.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    // The Reads are built from the segments in the received message, then
+    // the buffer goes back.
+    repost(live, slot);
+    match got {
+        // A refused post closes the connection and hands the context to
+        // `rw::reads_finished`.
+        Ok(Next::Reads(Some(wrs))) => {
+            post_reads(live, ctxt, Slots::Held(wrs));
+        }
+        Err(e) => {
+            e.close(live);
+            live.ctxt_put(ctxt);
+        }
+        // Cannot happen: from a completion, a Call has Reads (with their
+        // slots) or is left to a thread.
+        Ok(_) => {
+            kernel::warn_on!(true);
+            live.ctxt_put(ctxt);
+        }
+    }
+    None
+}
+
+/// Where a Call is made ([`receive`]), and so what it may wait for.
+enum Origin<'r, 'a> {
+    /// An nfsd thread in `xpo_recvfrom`: the Call goes into its request's
+    /// argument pages, and it may wait for MRs (and its Reads' post for
+    /// send-queue slots).
+    Thread(&'r mut Rq<'a>),
+    /// The message's receive completion, nfsd's argument buffers being of
+    /// this many bytes. Nothing may sleep there: a completion handler does
+    /// not wait for memory, slots or MRs (nfsd threads do). Only a Call
+    /// with Read chunks is taken, into pages allocated for it, and only if
+    /// the send-queue slots and MRs its Reads take are free now, with
+    /// nobody waiting for them; anything else is left to a thread.
+    Completion(u32),
+}
+
+/// What a received message gave.
+enum Next {
+    /// A Call, assembled in the request's pages as this says.
+    Call(ArgShape),
+    /// A Call whose Read chain is built in the context, to post (with the
+    /// send-queue slots taken for it, from a completion).
+    Reads(Option<u32>),
+}
+
+/// Why a received message gave no Call.
+enum NoCall {
+    /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
+    Answer,
+    /// Nothing to send back: dropped, handled, or the connection is closing.
+    Dropped,
+    /// The client sent RDMA_ERROR: the connection closes.
+    Close,
+    /// The Call's Reads could not be made ready: the connection closes.
+    Failed(Error),
+    /// Left to an nfsd thread (from a completion only).
+    Later,
+}
+
+/// Why a Call's Reads are not ready ([`ready_reads`]).
+enum NotReady {
+    /// What they need is not at hand now (from a completion only).
+    Later,
+    /// They cannot be built: the connection closes.
+    Failed(Error),
+}
+
+impl From<NotReady> for NoCall {
+    fn from(n: NotReady) -> Self {
+        match n {
+            NotReady::Later => NoCall::Later,
+            NotReady::Failed(e) => NoCall::Failed(e),
+        }
+    }
+}
+
+impl NoCall {
+    /// Closes the connection if this says to, once the message's buffer
+    /// went back.
+    fn close(self, live: Live<'_>) {
+        match self {
+            NoCall::Close => live.close(),
+            NoCall::Failed(e) => rw::prepare_failed(live, e),
+            NoCall::Answer | NoCall::Dropped | NoCall::Later => {}
+        }
+    }
+}
+
+impl Origin<'_, '_> {
+    /// What a message this origin cannot go on with becomes: a thread
+    /// drops it, a completion leaves it to a thread.
+    fn gives_up(&self) -> NoCall {
+        match self {
+            Origin::Thread(_) => NoCall::Dropped,
+            Origin::Completion(_) => NoCall::Later,
+        }
+    }
+}
+
+/// Decodes the received message `msg` and makes its Call in `ctxt`: the
+/// one place a Call is assembled, for an nfsd thread or from the
+/// message's receive completion (`origin`). A bad header is answered (the
+/// answer built in `ctxt`) by a thread, left to one by a completion. The
+/// caller gives the buffer back (unless [`NoCall::Later`]), then posts or
+/// closes as the result says. The counterpart of C's
+/// svc_rdma_xdr_decode_req() with svc_rdma_build_arg_xdr() and
+/// svc_rdma_process_read_list().
+fn receive(
+    live: Live<'_>,
+    origin: &mut Origin<'_, '_>,
+    ctxt: &mut CallCtxt,
+    msg: &[u8],
+) -> core::result::Result<Next, NoCall> {
+    let capacity = match origin {
+        Origin::Thread(rq) => {
+            count(&live.stats.c.bytes_recv_inline, msg.len() as u64);
+            let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
+            live.recv.learn_arg_capacity(capacity);
+            capacity
+        }
+        Origin::Completion(capacity) => *capacity,
     };
     // Read in place, never moved (it is large).
-    let Some(budget) = rw::budget(conn) else {
-        conn.ctxt_put(ctxt);
-        return Some(slot);
+    let planned = plan(&live.budget(), msg, capacity, &mut ctxt.steps);
+    let plan = match (&planned, &*origin) {
+        (Ok(p), Origin::Completion(_)) if p.nchunks == 0 => return Err(NoCall::Later),
+        (Ok(p), _) => p,
+        (Err(_), Origin::Completion(_)) => return Err(NoCall::Later),
+        (Err(u), Origin::Thread(_)) => return Err(unplanned(live, ctxt, u)),
     };
-    let planned = plan(&budget, msg, capacity, &mut ctxt.steps);
-    let plan = match &planned {
-        Ok(plan) if plan.nchunks > 0 => plan,
-        _ => {
-            conn.ctxt_put(ctxt);
-            return Some(slot);
-        }
-    };
-    // Nothing here may sleep: a completion handler does not wait for
-    // memory, slots or MRs (nfsd threads do).
-    let nowait = GFP_NOWAIT | __GFP_NOWARN;
-    let pages = plan.pages();
-    let Ok(wrs) = u32::try_from(plan.cost.wrs) else {
-        conn.ctxt_put(ctxt);
-        return Some(slot);
-    };
-    if ctxt.args.alloc_args(pages, nowait).is_err() || ctxt.hdr.keep(msg, &plan.header).is_err() {
-        conn.ctxt_put(ctxt);
-        return Some(slot);
+    // Keep the header for the Reply.
+    if ctxt.hdr.keep(msg, &plan.header).is_err() {
+        return Err(origin.gives_up());
     }
-    if !conn.sq_try_reserve(wrs) {
-        conn.ctxt_put(ctxt);
-        return Some(slot);
+    match origin {
+        // The inline part goes into the request's pages (the buffer can
+        // go back then); without Read chunks that is the whole Call.
+        Origin::Thread(rq) => {
+            let assembled = plan.assemble(&ctxt.steps, |at, fill| match fill {
+                Fill::Bytes(b) => rq.arg_write(at, b),
+                Fill::Zeros(n) => rq.arg_zero(at, n),
+            });
+            if assembled.is_err() {
+                return Err(NoCall::Dropped);
+            }
+            if plan.nchunks == 0 {
+                return Ok(Next::Call(plan.shape));
+            }
+        }
+        Origin::Completion(_) => {}
+    }
+    // The Reads are built from the segments in the received message (each
+    // request takes what it needs of them).
+    ready_reads(live, origin, ctxt, plan, msg.len())
+        .map(Next::Reads)
+        .map_err(NoCall::from)
+}
+
+/// Makes ready the RDMA Reads of the Call `plan` lays out, whose header
+/// `ctxt` keeps (its message `inline` bytes): the Call's argument pages go
+/// into the context, with the MRs its Reads take, and its Read chain is
+/// built. A thread's request gives the pages, the inline part in them
+/// already, and the thread waits for MRs if it must. From a completion
+/// the pages are allocated and the inline part copied into them, and the
+/// send-queue slots the chain takes are taken too (returned). On failure
+/// the context holds no MRs that are not retired, and no pages of the
+/// request.
+fn ready_reads(
+    live: Live<'_>,
+    origin: &mut Origin<'_, '_>,
+    ctxt: &mut CallCtxt,
+    plan: &Plan<'_>,
+    inline: usize,
+) -> core::result::Result<Option<u32>, NotReady> {
+    let Origin::Thread(rq) = origin else {
+        return ready_reads_now(live, ctxt, plan, inline);
+    };
+    let chunks = plan.read_chunks();
+    // The pages the Reads fill go with the context, before anything maps
+    // them; the Call is picked up, in them, by whichever thread comes next.
+    ctxt.args
+        .take_args(rq, plan.pages())
+        .map_err(NotReady::Failed)?;
+    let need = live.res.sink.mrs_needed(&chunks);
+    let built = rw::take_mrs(live, ctxt, need, true)
+        .and_then(|()| rw::build_read_chain(live, ctxt, &chunks, plan.shape));
+    if let Err(e) = built {
+        // Not read into: they go back where they were taken from (left
+        // with the context if an MR still maps them, which cannot be).
+        let _ = ctxt.args.give_back_args(rq);
+        return Err(NotReady::Failed(e));
+    }
+    Ok(None)
+}
+
+/// [`ready_reads`] from a receive completion: nothing waits, and what is
+/// not at hand now leaves the Call to a thread ([`NotReady::Later`]).
+fn ready_reads_now(
+    live: Live<'_>,
+    ctxt: &mut CallCtxt,
+    plan: &Plan<'_>,
+    inline: usize,
+) -> core::result::Result<Option<u32>, NotReady> {
+    let nowait = GFP_NOWAIT | __GFP_NOWARN;
+    let wrs = u32::try_from(plan.cost.wrs).map_err(|_| NotReady::Later)?;
+    if ctxt.args.alloc_args(plan.pages(), nowait).is_err() || !live.sq_try_reserve(wrs) {
+        return Err(NotReady::Later);
     }
     let mrs = plan.cost.mrs;
-    let took_mrs = mrs == 0
-        || ctxt
-            .args
-            .mrs_mut()
-            .is_ok_and(|out| out.reserve(mrs, nowait).is_ok() && conn.mrs_try_take(mrs, out));
-    if !took_mrs {
-        conn.sq_release(wrs);
-        conn.ctxt_put(ctxt);
-        return Some(slot);
+    if rw::take_mrs(live, ctxt, mrs, false).is_err() {
+        live.sq_release(wrs);
+        return Err(NotReady::Later);
     }
     // The Call is this completion's from here on: what fails now closes
     // the connection, as it would in an nfsd thread.
+    count(&live.stats.c.bytes_recv_inline, inline as u64);
     let c = &mut *ctxt;
     let assembled = plan.assemble(&c.steps, |at, fill| match fill {
         Fill::Bytes(b) => c.args.write_args(at, b),
         Fill::Zeros(n) => c.args.zero_args(at, n),
     });
-    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
-    // The Reads are built from the segments in the received message, then
-    // the buffer goes back.
-    let prepared = assembled.and_then(|()| prepare(conn, &mut ctxt, plan, mrs));
-    repost(conn, slot);
-    if let Err(e) = prepared {
-        rw::prepare_failed(conn, e);
-        conn.sq_release(wrs);
-        if !ctxt.args.mrs().is_empty() {
-            // Taken but not registered (the chain was never built): they
-            // go back as they came.
-            if let Ok(held) = ctxt.args.mrs_mut() {
-                conn.mrs_give(held);
-            }
-        }
-        conn.ctxt_put(ctxt);
-        return None;
-    }
-    // A failed post closes the connection and hands the context to
-    // `rw::reads_finished` (`post_reads_reserved`).
-    let _ = post_reads_reserved(conn, ctxt, wrs);
-    None
-}
-
-/// Builds the Read chain of the Call `plan` describes in `ctxt` (its
-/// header kept, its inline part in its pages, `mrs` FRMR entries held).
-fn prepare(conn: &Connection, ctxt: &mut CallCtxt, plan: &Plan<'_>, mrs: usize) -> Result {
     let chunks = plan.read_chunks();
-    if rw::mrs_needed(conn, &chunks) != mrs {
-        // The budget's count and the chain's differ: cannot happen.
-        return Err(EINVAL);
-    }
-    rw::prepare_reads_held(conn, ctxt, &chunks, plan.shape)
-}
-
-/// Handles one received message on `conn` for the nfsd thread's request
-/// `rq`. Returns the Call's length (0: nothing for nfsd).
-pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
-    rq.reset_reply_pages();
-    // Counted before other threads are let in (`Connection::recv_cap`).
-    let _in_recv = conn.recv.enter(conn.xprt());
-    // The receive completions this thread was woken for, if nobody else
-    // handles them.
-    if let Some(res) = conn.res() {
-        conn.recv.poll(&res.ep);
-    }
-    let next = conn.recv.next(conn.xprt());
-    // Let other threads receive on this transport while we work.
-    conn.xprt().received();
-    let slot = match next {
-        None => return 0,
-        Some(Work::ReadsDone(ctxt)) => return finish_reads(conn, rq, ctxt),
-        Some(Work::Received(slot)) => slot,
-    };
-    if conn.res().is_none() {
-        return 0;
-    }
-    let Some(mut ctxt) = conn.ctxt_get(false) else {
-        answer_busy(conn, slot);
-        return 0;
-    };
-    let got = receive(conn, rq, &mut ctxt, slot);
-    match got {
-        Ok(Next::Call(len)) => {
-            count(&conn.stats.c.calls, 1);
-            // The request holds it until `xpo_release_ctxt`, or the Reply.
-            rq.set_ctxt(ctxt);
-            len
+    let built = assembled.and_then(|()| {
+        if live.res.sink.mrs_needed(&chunks) != mrs {
+            // The budget's count and the chain's differ: cannot happen.
+            return Err(EINVAL);
         }
-        // The context goes with the Reads, with the Call's pages; their
-        // last completion queues the Call, and the next thread in here
-        // picks it up (`finish_reads`). A failed post closes the
-        // connection (`post_reads`).
-        Ok(Next::Reads) => {
-            let _ = post_reads(conn, ctxt);
-            0
-        }
-        // The context goes with the answer, as with a Reply: its completion
-        // gives it back, and this thread takes the next message at once. A
-        // failed post closes the connection (`post_reply`), a failed
-        // completion too (its status).
-        Err(NoCall::Answer) => {
-            let _ = post_reply(conn, ctxt);
-            0
-        }
-        Err(NoCall::Dropped) => {
-            conn.ctxt_put(ctxt);
-            0
-        }
+        rw::build_read_chain(live, ctxt, &chunks, plan.shape)
+    });
+    if let Err(e) = built {
+        live.sq_release(wrs);
+        // Taken but not registered (the chain was never built): they go
+        // back as they came.
+        rw::give_back_mrs(live, ctxt);
+        return Err(NotReady::Failed(e));
     }
+    Ok(Some(wrs))
 }
 
 /// Answers the message of `slot`, which arrived while every context for Calls
@@ -238,38 +419,36 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
 /// context kept for this, rather than silence that an NFSv4 client would
 /// wait on until it reconnects. Only if that context is busy too (another
 /// such answer is in flight) is the message dropped.
-fn answer_busy(conn: &Connection, slot: RecvSlot) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let err = res
+fn answer_busy(live: Live<'_>, slot: RecvSlot) {
+    let err = live
+        .res
         .ep
         .message(&slot)
         .and_then(|m| answer_when_busy(m, &LIMITS));
-    repost(conn, slot);
+    repost(live, slot);
     let Some(err) = err else {
         pr_warn_ratelimited!(
             "connection {}: more Calls in progress than contexts, dropping a message that gets no answer\n",
-            conn.id
+            live.id
         );
         return;
     };
-    let Some(mut ctxt) = conn.ctxt_get(true) else {
+    let Some(mut ctxt) = live.ctxt_get(true) else {
         pr_warn_ratelimited!(
             "connection {}: more Calls in progress than contexts, dropping one\n",
-            conn.id
+            live.id
         );
         return;
     };
     pr_warn_ratelimited!(
         "connection {}: more Calls in progress than contexts, answered with RDMA_ERROR\n",
-        conn.id
+        live.id
     );
-    match sendto::build_error(conn, &mut ctxt, &err) {
+    match sendto::build_error(live, &mut ctxt, &err) {
         Ok(true) => {
-            let _ = post_reply(conn, ctxt);
+            post_reply(live, ctxt);
         }
-        _ => conn.ctxt_put(ctxt),
+        _ => live.ctxt_put(ctxt),
     }
 }
 
@@ -286,11 +465,7 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
         let _ = rq.arg_flip(dst);
     }
     match finish_call(conn, rq, ctxt.call_shape) {
-        Ok(len) => {
-            count(&conn.stats.c.calls, 1);
-            rq.set_ctxt(ctxt);
-            len
-        }
+        Ok(len) => hand_over(conn, rq, ctxt, len),
         Err(_) => {
             conn.ctxt_put(ctxt);
             0
@@ -298,13 +473,17 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     }
 }
 
+/// Hands nfsd the Call of `len` bytes in `rq`: the request holds its
+/// context until `xpo_release_ctxt`, or the Reply.
+fn hand_over(conn: &Connection, rq: &mut Rq<'_>, ctxt: KBox<CallCtxt>, len: usize) -> usize {
+    count(&conn.stats.c.calls, 1);
+    rq.set_ctxt(ctxt);
+    len
+}
+
 /// Declares the Call laid out in `rq`'s argument pages as `shape` says
 /// assembled, after checking it is an RPC Call. Returns its length.
-fn finish_call(
-    conn: &Connection,
-    rq: &mut Rq<'_>,
-    shape: ArgShape,
-) -> core::result::Result<usize, NoCall> {
+fn finish_call(conn: &Connection, rq: &mut Rq<'_>, shape: ArgShape) -> Result<usize> {
     rq.set_arg_shape(shape)?;
     // RPC direction (word 1): 0 is a Call. A Reply would be for a
     // backchannel, which this transport offers only when built with it
@@ -314,37 +493,15 @@ fn finish_call(
             "connection {}: dropping a message that is not an RPC Call\n",
             conn.id
         );
-        return Err(NoCall::Dropped);
+        return Err(EINVAL);
     }
     rq.complete_receive(conn.xprt());
     Ok(shape.len() as usize)
 }
 
-/// What a received message gave.
-enum Next {
-    /// A Call of this length, assembled.
-    Call(usize),
-    /// A Call whose RDMA Reads are prepared in the context, to post.
-    Reads,
-}
-
-/// Why a received message gave nfsd no Call.
-enum NoCall {
-    /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
-    Answer,
-    /// Nothing to send back: dropped, handled, or the connection is closing.
-    Dropped,
-}
-
-impl From<Error> for NoCall {
-    fn from(_: Error) -> Self {
-        NoCall::Dropped
-    }
-}
-
 /// Builds the RDMA_ERROR answering `err` in `ctxt`, if there is one.
-fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
-    match sendto::build_error(conn, ctxt, err) {
+fn answer(live: Live<'_>, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
+    match sendto::build_error(live, ctxt, err) {
         Ok(true) => NoCall::Answer,
         _ => NoCall::Dropped,
     }
@@ -352,57 +509,31 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
 
 /// Gives the buffer of `slot` back (its message is no longer needed), to
 /// be posted again with a batch of others; closes the connection if
-/// posting fails.
-pub(super) fn repost(conn: &Connection, slot: RecvSlot) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    if conn
+/// posting fails. The counterpart of C's svc_rdma_recv_ctxt_put() with
+/// svc_rdma_refresh_recvs().
+fn repost(live: Live<'_>, slot: RecvSlot) {
+    let ep = &live.res.ep;
+    if live
         .recv
-        .release(slot, |batch| res.ep.repost(batch.into_iter().flatten()))
+        .release(slot, |batch| ep.repost(batch.into_iter().flatten()))
         .is_err()
     {
-        conn.close();
+        live.close();
     }
 }
 
-/// Decodes the message of `slot`, answers or assembles it. The buffer is
-/// reposted before any RDMA Read. `Err` means no Call for nfsd.
-fn receive(
-    conn: &Connection,
-    rq: &mut Rq<'_>,
-    ctxt: &mut CallCtxt,
-    slot: RecvSlot,
-) -> core::result::Result<Next, NoCall> {
-    let Some(res) = conn.res() else {
-        // Not reposted, as before: the connection has no resources yet.
-        return Err(NoCall::Dropped);
-    };
-    let Some(msg) = res.ep.message(&slot) else {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    };
-    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
-    let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    conn.recv.learn_arg_capacity(capacity);
-    // Read in place, never moved (it is large).
-    let Some(budget) = rw::budget(conn) else {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    };
-    let planned = plan(&budget, msg, capacity, &mut ctxt.steps);
-    let plan = match &planned {
-        Ok(p) => p,
-        Err(Unplanned::Decode(e)) => {
-            let e = *e;
+/// What a thread does with a message that has no [`Plan`] (`u`): a bad
+/// header is answered (in `ctxt`), a peer's RDMA_ERROR closes the
+/// connection, a backward Reply goes to the backchannel.
+fn unplanned(live: Live<'_>, ctxt: &mut CallCtxt, u: &Unplanned<'_>) -> NoCall {
+    match u {
+        &Unplanned::Decode(e) => {
             if let DecodeError::PeerError { .. } = e {
                 pr_warn_ratelimited!(
                     "connection {}: the client sent RDMA_ERROR, closing\n",
-                    conn.id
+                    live.id
                 );
-                repost(conn, slot);
-                conn.close();
-                return Err(NoCall::Dropped);
+                return NoCall::Close;
             }
             // A message too short for an XID and a version gets no answer.
             let outcome = if e.xid().is_some() {
@@ -412,84 +543,49 @@ fn receive(
             };
             pr_warn_ratelimited!(
                 "connection {}: bad transport header ({}), {}\n",
-                conn.id,
+                live.id,
                 e.as_str(),
                 outcome
             );
-            crate::trace::decode_err(conn.id, e.xid().unwrap_or(0), e.as_str());
-            repost(conn, slot);
-            return Err(answer(conn, ctxt, &e));
+            crate::trace::decode_err(live.id, e.xid().unwrap_or(0), e.as_str());
+            answer(live, ctxt, &e)
         }
         #[cfg(svcrdma_rs_backchannel)]
-        Err(Unplanned::BackwardReply(header, body)) => {
-            super::backchannel::receive_reply(conn, header, body);
-            repost(conn, slot);
-            return Err(NoCall::Dropped);
+        Unplanned::BackwardReply(header, body) => {
+            super::backchannel::receive_reply(&live, header, body);
+            NoCall::Dropped
         }
         #[cfg(not(svcrdma_rs_backchannel))]
-        Err(Unplanned::Never(never, _)) => match *never {},
-        &Err(Unplanned::Reject { xid, why, counts }) => {
-            return reject(conn, ctxt, xid, why, counts, slot)
-        }
-    };
-
-    // Keep the header for the Reply, copy the inline part, free the buffer.
-    if ctxt.hdr.keep(msg, &plan.header).is_err() {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
+        Unplanned::Never(never, _) => match *never {},
+        &Unplanned::Reject { xid, why, counts } => reject(live, ctxt, xid, why, counts),
     }
-    let assembled = plan.assemble(&ctxt.steps, |at, fill| match fill {
-        Fill::Bytes(b) => rq.arg_write(at, b),
-        Fill::Zeros(n) => rq.arg_zero(at, n),
-    });
-    if assembled.is_err() {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    }
-    let shape = plan.shape;
-    if plan.nchunks == 0 {
-        repost(conn, slot);
-        return finish_call(conn, rq, shape).map(Next::Call);
-    }
-    // The Reads are built from the segments in the received message (each
-    // request takes what it needs of them), then the buffer goes back.
-    let prepared = rw::prepare_reads(conn, rq, ctxt, &plan.read_chunks(), shape);
-    repost(conn, slot);
-    if let Err(e) = prepared {
-        rw::prepare_failed(conn, e);
-        return Err(NoCall::Dropped);
-    }
-    Ok(Next::Reads)
 }
 
 /// Answers a Call whose chunks cannot be placed, or need more than the
 /// connection has, with ERR_CHUNK; `(need, have)` of what ran out, if
 /// something did (`(0, 0)`: nothing to count).
 fn reject(
-    conn: &Connection,
+    live: Live<'_>,
     ctxt: &mut CallCtxt,
     xid: u32,
     why: &str,
     (need, have): (usize, usize),
-    slot: RecvSlot,
-) -> core::result::Result<Next, NoCall> {
-    repost(conn, slot);
+) -> NoCall {
     // Mutant limit_closes (issue 22 item 5 undone): a Call over the
     // connection's resources closes it, unanswered.
     if cfg!(svcrdma_mutant = "limit_closes") && need != 0 {
-        conn.close();
-        return Err(NoCall::Dropped);
+        return NoCall::Close;
     }
     if need == 0 {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",
-            conn.id,
+            live.id,
             why
         );
     } else {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}: {} needed, {} there), answered with RDMA_ERROR\n",
-            conn.id,
+            live.id,
             why,
             need,
             have
@@ -499,5 +595,5 @@ fn reject(
         xid,
         reason: ChunkError::OverResources,
     };
-    Err(answer(conn, ctxt, &e))
+    answer(live, ctxt, &e)
 }

@@ -22,8 +22,9 @@ use super::{
     call::MAX_WRITE_CHUNKS,
     connection::Connection,
     ctxt::{CallCtxt, Rq},
+    live::Live,
     rw,
-    sq::post_reply,
+    sq::{post_reply, Posted},
     stats::count,
 };
 use crate::{
@@ -83,9 +84,18 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
             return Ok(rq.res_len());
         }
     }
-    let sent = match build_reply(conn, rq, &mut ctxt) {
+    let Some(live) = conn.live() else {
+        // The request keeps it until `xpo_release_ctxt`.
+        rq.set_ctxt(ctxt);
+        conn.close();
+        return Err(ENOTCONN);
+    };
+    let sent = match build_reply(live, rq, &mut ctxt) {
         // The context goes with the Reply from here on.
-        Ok(len) => post_reply(conn, ctxt).map(|()| len),
+        Ok(len) => match post_reply(live, ctxt) {
+            Posted::Ok => Ok(len),
+            Posted::Refused(e) => Err(e),
+        },
         Err(e) => {
             // The request keeps it until `xpo_release_ctxt`.
             rq.set_ctxt(ctxt);
@@ -110,10 +120,9 @@ pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
 
 /// Builds the Reply's chain in `ctxt` (Writes and Send), taking the Reply's
 /// pages from the request if Writes read them. Returns the Reply's length.
-fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
-    let res = conn.res().ok_or(ENOTCONN)?;
-    let built = compose(conn, rq, ctxt).and_then(|(len, total, invalidate)| {
-        ctxt.send_inline(res.pd().local_dma_lkey(), total, invalidate)
+fn build_reply(live: Live<'_>, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Result<usize> {
+    let built = compose(live, rq, ctxt).and_then(|(len, total, invalidate)| {
+        ctxt.send_inline(live.res.pd().local_dma_lkey(), total, invalidate)
             .map(|()| len)
     });
     if built.is_err() || !ctxt.reply.is_mapped() {
@@ -131,11 +140,11 @@ fn build_reply(conn: &Connection, rq: &mut Rq<'_>, ctxt: &mut CallCtxt) -> Resul
 /// first if Writes may read them. Returns the Reply's length, the bytes to
 /// send, and the key the Send invalidates, if any.
 fn compose(
-    conn: &Connection,
+    live: Live<'_>,
     rq: &mut Rq<'_>,
     ctxt: &mut CallCtxt,
 ) -> Result<(usize, usize, Option<u32>)> {
-    let credits = conn.info.credits;
+    let credits = live.info.credits;
     // Mutant credits_off_by_one: a Reply grants one credit more than the connection has.
     #[cfg(svcrdma_mutant = "credits_off_by_one")]
     let credits = credits + 1;
@@ -173,11 +182,11 @@ fn compose(
             continue;
         }
         let range = core::iter::once((p.position, p.position + p.len));
-        written[k] = rw::build_writes(conn, chain, pages, chunk.segments(), range)?;
+        written[k] = rw::build_writes(live, chain, pages, chunk.segments(), range)?;
     }
 
     // Inline if it fits the client's receive buffer.
-    let limit = max_inline_reply(&conn.info.client) as usize;
+    let limit = max_inline_reply(&live.info.client) as usize;
     let msg_hdr = encode_reply(
         &mut send_buf[..],
         credits,
@@ -205,7 +214,7 @@ fn compose(
         }
         (at, Sent::Msg)
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
-        let n = rw::build_writes(conn, chain, pages, reply.segments(), regions)?;
+        let n = rw::build_writes(live, chain, pages, reply.segments(), regions)?;
         let len = encode_reply(
             &mut send_buf[..],
             credits,
@@ -219,7 +228,7 @@ fn compose(
     } else {
         pr_warn_ratelimited!(
             "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor its Reply chunk, answered with RDMA_ERROR\n",
-            conn.id,
+            live.id,
             inline_len,
             limit
         );
@@ -235,8 +244,8 @@ fn compose(
     let wrs = chain.len().saturating_add(1);
     // (Within the slots, the budget has nothing else to refuse: a Reply
     // takes no MRs.)
-    let over = if wrs > conn.sq_slots() as usize {
-        rw::budget(conn).map(|b| b.check(Cost { mrs: 0, wrs }))
+    let over = if wrs > live.sq_slots() as usize {
+        Some(live.budget().check(Cost { mrs: 0, wrs }))
     } else {
         None
     };
@@ -244,7 +253,7 @@ fn compose(
         Some(Err(over)) => {
             pr_warn_ratelimited!(
                 "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",
-                conn.id,
+                live.id,
                 over.as_str(),
                 wrs
             );
@@ -257,9 +266,9 @@ fn compose(
         _ => (total, how),
     };
     let wrote = written[..nwrites].iter().any(|&w| w > 0);
-    count_reply(conn, how, wrote, call.xid);
+    count_reply(&live, how, wrote, call.xid);
 
-    let invalidate = if conn.info.remote_invalidate() {
+    let invalidate = if live.info.remote_invalidate() {
         call.single_handle()
     } else {
         None
@@ -303,21 +312,16 @@ fn count_error(conn: &Connection, xid: u32, err: u32) {
 /// whose header was refused. Returns whether there is one to send (none
 /// for a message too short to have an XID); the caller posts it like a
 /// Reply (`sq::post_reply`), so the nfsd thread does not wait for it.
-pub(super) fn build_error(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    err: &DecodeError,
-) -> Result<bool> {
-    let res = conn.res().ok_or(ENOTCONN)?;
+pub(super) fn build_error(live: Live<'_>, ctxt: &mut CallCtxt, err: &DecodeError) -> Result<bool> {
     let (Some((xid, code)), Ok(Some(len))) = (
         err.answer(),
-        encode_error_for(&mut ctxt.send_buf[..], err, conn.info.credits),
+        encode_error_for(&mut ctxt.send_buf[..], err, live.info.credits),
     ) else {
         return Ok(false);
     };
     ctxt.chain.clear();
     ctxt.reply.unmap();
-    ctxt.send_inline(res.pd().local_dma_lkey(), len, None)?;
-    count_error(conn, xid, code);
+    ctxt.send_inline(live.res.pd().local_dma_lkey(), len, None)?;
+    count_error(&live, xid, code);
     Ok(true)
 }

@@ -11,6 +11,7 @@
 //! so the device and module totals (sums made only when read) never go
 //! backwards.
 
+use crate::rdma::wr::Tally;
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
 use crate::rdma::DevName;
@@ -131,6 +132,23 @@ impl ConnStats {
             device,
             c: Counters::new(),
         }
+    }
+
+    /// Counts a chain about to be posted.
+    pub(crate) fn count_posted(&self, t: &Tally) {
+        let c = &self.c;
+        count(&c.wr_read, t.reads);
+        // Mutant stats_no_read_bytes: RDMA Read bytes are not counted.
+        if !cfg!(svcrdma_mutant = "stats_no_read_bytes") {
+            count(&c.bytes_read, t.read_bytes);
+        }
+        count(&c.wr_write, t.writes);
+        count(&c.bytes_written, t.write_bytes);
+        count(&c.wr_send, t.sends);
+        count(&c.bytes_sent_inline, t.send_bytes);
+        count(&c.mr_reg, t.regs);
+        count(&c.mr_inv_local, t.local_invs);
+        count(&c.mr_inv_remote, t.remote_invs);
     }
 }
 

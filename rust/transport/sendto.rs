@@ -32,12 +32,13 @@ use crate::{
     proto::{
         budget::Cost,
         inline::max_inline_reply,
-        layout::{reply_layout, Payload},
+        layout::{reply_layout, Payload, Regions},
         rpcrdma::{
             encode::{encode_error_chunk, encode_error_for, encode_reply},
-            header::{DecodeError, Proc, ERR_CHUNK, ERR_VERS},
+            header::{DecodeError, Header, Proc, ERR_CHUNK, ERR_VERS},
         },
     },
+    rdma::{dma::MappedBuf, mapped::MappedPages, wr::Chain},
 };
 
 /// `xpo_result_payload`: nfsd placed `length` bytes of result data at
@@ -163,8 +164,14 @@ fn compose(
         ..
     } = &mut *ctxt;
     let call = hdr.get()?;
-    chain.clear();
-    pages.clear();
+    let mut out = Out {
+        chain,
+        pages,
+        send_buf,
+        credits,
+    };
+    out.chain.clear();
+    out.pages.clear();
     // Writes map the Reply's memory, which must stay until they complete:
     // if the Call lets any be built (a Write chunk for a payload, or a
     // Reply chunk), the context takes the Reply's pages before mapping
@@ -172,59 +179,28 @@ fn compose(
     let nwrites = call.writes.len().min(MAX_WRITE_CHUNKS);
     let writes = call.reply.is_some() || payloads[..nwrites].iter().any(|p| p.len > 0);
     if writes {
-        pages.take_reply(rq)?;
+        out.pages.take_reply(rq)?;
     }
-    // Write chunk payloads.
-    let mut written = [0u32; MAX_WRITE_CHUNKS];
-    for (k, chunk) in call.writes.iter().enumerate().take(MAX_WRITE_CHUNKS) {
-        let p = payloads[k];
-        if p.len == 0 {
-            continue;
-        }
-        let range = core::iter::once((p.position, p.position + p.len));
-        written[k] = rw::build_writes(live, chain, pages, chunk.segments(), range)?;
-    }
+    let written = write_payloads(live, &mut out, &call, &payloads)?;
+    let written = &written[..nwrites];
 
     // Inline if it fits the client's receive buffer.
     let limit = max_inline_reply(&live.info.client) as usize;
-    let msg_hdr = encode_reply(
-        &mut send_buf[..],
-        credits,
-        Proc::Msg,
-        &call,
-        &written[..nwrites],
-        None,
-    )
-    .map_err(|_| EMSGSIZE)?;
-    let (total, how) = if msg_hdr + inline_len as usize <= limit {
-        let mut at = msg_hdr;
-        let mut copy = |b: &[u8]| {
-            let dst = send_buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
-            dst.copy_from_slice(b);
-            at += b.len();
-            Ok(())
+    let msg_hdr = out.header(&call, Proc::Msg, written, None)?;
+    let sent = if msg_hdr + inline_len as usize <= limit {
+        // From wherever the Reply's pages are now.
+        let from = if writes {
+            Source::Pages
+        } else {
+            Source::Request
         };
-        for (s, e) in regions {
-            // From wherever the Reply's pages are now.
-            if writes {
-                pages.reply_bytes(s as usize, e as usize, &mut copy)?;
-            } else {
-                rq.res_bytes(s as usize, e as usize, &mut copy)?;
-            }
-        }
-        (at, Sent::Msg)
+        (out.body(rq, from, msg_hdr, regions)?, Sent::Msg)
     } else if let Some(reply) = call.reply.filter(|r| r.total() >= inline_len) {
-        let n = rw::build_writes(live, chain, pages, reply.segments(), regions)?;
-        let len = encode_reply(
-            &mut send_buf[..],
-            credits,
-            Proc::NoMsg,
-            &call,
-            &written[..nwrites],
-            Some(n),
+        let n = rw::build_writes(live, out.chain, out.pages, reply.segments(), regions)?;
+        (
+            out.header(&call, Proc::NoMsg, written, Some(n))?,
+            Sent::NoMsg,
         )
-        .map_err(|_| EMSGSIZE)?;
-        (len, Sent::NoMsg)
     } else {
         pr_warn_ratelimited!(
             "connection {}: a {}-byte Reply fits neither the client's {}-byte receive buffer nor its Reply chunk, answered with RDMA_ERROR\n",
@@ -232,48 +208,141 @@ fn compose(
             inline_len,
             limit
         );
-        chain.clear();
-        pages.unmap();
-        let len = encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
-        (len, Sent::Error(ERR_CHUNK))
+        out.error_chunk(call.xid)?
     };
-
-    // A Reply whose Writes and Send need more send-queue slots than exist
-    // could never be posted: the client gets ERR_CHUNK (the chunks it gave
-    // cannot be used), not a closed connection it would resend into.
-    let wrs = chain.len().saturating_add(1);
-    // (Within the slots, the budget has nothing else to refuse: a Reply
-    // takes no MRs.)
-    let over = if wrs > live.sq_slots() as usize {
-        Some(live.budget().check(Cost { mrs: 0, wrs }))
-    } else {
-        None
-    };
-    let (total, how) = match over {
-        Some(Err(over)) => {
-            pr_warn_ratelimited!(
-                "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",
-                live.id,
-                over.as_str(),
-                wrs
-            );
-            chain.clear();
-            pages.unmap();
-            let len =
-                encode_error_chunk(&mut send_buf[..], call.xid, credits).map_err(|_| EMSGSIZE)?;
-            (len, Sent::Error(ERR_CHUNK))
-        }
-        _ => (total, how),
-    };
-    let wrote = written[..nwrites].iter().any(|&w| w > 0);
+    let (total, how) = out.within_send_queue(live, call.xid, sent)?;
+    let wrote = written.iter().any(|&w| w > 0);
     count_reply(&live, how, wrote, call.xid);
 
-    let invalidate = if live.info.remote_invalidate() {
-        call.single_handle()
-    } else {
-        None
-    };
+    let invalidate = call
+        .single_handle()
+        .filter(|_| live.info.remote_invalidate());
     Ok((len as usize, total, invalidate))
+}
+
+/// Builds the RDMA Writes of the payloads nfsd placed in the Call's Write
+/// chunks (`payloads`, by chunk). Returns the bytes written per chunk.
+fn write_payloads(
+    live: Live<'_>,
+    out: &mut Out<'_>,
+    call: &Header<'_>,
+    payloads: &[Payload; MAX_WRITE_CHUNKS],
+) -> Result<[u32; MAX_WRITE_CHUNKS]> {
+    let mut written = [0u32; MAX_WRITE_CHUNKS];
+    for (k, chunk) in call.writes.iter().enumerate().take(MAX_WRITE_CHUNKS) {
+        let p = payloads[k];
+        if p.len == 0 {
+            continue;
+        }
+        let range = core::iter::once((p.position, p.position + p.len));
+        written[k] = rw::build_writes(live, out.chain, out.pages, chunk.segments(), range)?;
+    }
+    Ok(written)
+}
+
+/// Where a Reply is built: the context's chain (its Writes), the Reply's
+/// pages the Writes read, and the send buffer (its transport header and
+/// inline part); `credits` is the grant it carries.
+struct Out<'c> {
+    chain: &'c mut Chain,
+    pages: &'c mut MappedPages,
+    send_buf: &'c mut MappedBuf,
+    credits: u32,
+}
+
+/// Where a Reply's inline bytes are.
+enum Source {
+    /// In the Reply's pages, taken from the request for Writes.
+    Pages,
+    /// Still in the request.
+    Request,
+}
+
+impl Out<'_> {
+    /// Encodes the Reply's transport header (`proc_`; with the bytes
+    /// `written` per Write chunk and, for `NoMsg`, `reply` in the Reply
+    /// chunk). Returns its length.
+    fn header(
+        &mut self,
+        call: &Header<'_>,
+        proc_: Proc,
+        written: &[u32],
+        reply: Option<u32>,
+    ) -> Result<usize> {
+        encode_reply(
+            &mut self.send_buf[..],
+            self.credits,
+            proc_,
+            call,
+            written,
+            reply,
+        )
+        .map_err(|_| EMSGSIZE)
+    }
+
+    /// Copies the Reply's inline `regions` after its header (`at` bytes)
+    /// into the send buffer. Returns the bytes to send.
+    fn body(
+        &mut self,
+        rq: &mut Rq<'_>,
+        from: Source,
+        mut at: usize,
+        regions: Regions<'_>,
+    ) -> Result<usize> {
+        let send_buf = &mut *self.send_buf;
+        let mut copy = |b: &[u8]| {
+            let dst = send_buf.get_mut(at..at + b.len()).ok_or(EMSGSIZE)?;
+            dst.copy_from_slice(b);
+            at += b.len();
+            Ok(())
+        };
+        for (s, e) in regions {
+            match from {
+                Source::Pages => self.pages.reply_bytes(s as usize, e as usize, &mut copy)?,
+                Source::Request => rq.res_bytes(s as usize, e as usize, &mut copy)?,
+            }
+        }
+        Ok(at)
+    }
+
+    /// Drops the Writes built and puts the RDMA_ERROR (ERR_CHUNK) to `xid`
+    /// in the send buffer instead: the chunks the client gave cannot take
+    /// the Reply.
+    fn error_chunk(&mut self, xid: u32) -> Result<(usize, Sent)> {
+        self.chain.clear();
+        self.pages.unmap();
+        let len =
+            encode_error_chunk(&mut self.send_buf[..], xid, self.credits).map_err(|_| EMSGSIZE)?;
+        Ok((len, Sent::Error(ERR_CHUNK)))
+    }
+
+    /// The Reply as `sent` says, if its Writes and Send fit the send
+    /// queue; a Reply needing more send-queue slots than exist could never
+    /// be posted: the client gets ERR_CHUNK to `xid` (the chunks it gave
+    /// cannot be used), not a closed connection it would resend into.
+    fn within_send_queue(
+        &mut self,
+        live: Live<'_>,
+        xid: u32,
+        sent: (usize, Sent),
+    ) -> Result<(usize, Sent)> {
+        let wrs = self.chain.len().saturating_add(1);
+        if wrs <= live.sq_slots() as usize {
+            return Ok(sent);
+        }
+        // (Within the slots, the budget has nothing else to refuse: a
+        // Reply takes no MRs.)
+        let Err(over) = live.budget().check(Cost { mrs: 0, wrs }) else {
+            return Ok(sent);
+        };
+        pr_warn_ratelimited!(
+            "connection {}: a Reply {} ({} work requests), answered with RDMA_ERROR\n",
+            live.id,
+            over.as_str(),
+            wrs
+        );
+        self.error_chunk(xid)
+    }
 }
 
 /// How a Reply goes: its transport header's procedure.

@@ -164,14 +164,7 @@ fn compose(
         ..
     } = &mut *ctxt;
     let call = hdr.get()?;
-    let mut out = Out {
-        chain,
-        pages,
-        send_buf,
-        credits,
-    };
-    out.chain.clear();
-    out.pages.clear();
+    let mut out = Out::cleared(chain, pages, send_buf, credits);
     // Writes map the Reply's memory, which must stay until they complete:
     // if the Call lets any be built (a Write chunk for a payload, or a
     // Reply chunk), the context takes the Reply's pages before mapping
@@ -258,7 +251,24 @@ enum Source {
     Request,
 }
 
-impl Out<'_> {
+impl<'c> Out<'c> {
+    /// The Reply's chain and pages, both emptied, and its send buffer.
+    fn cleared(
+        chain: &'c mut Chain,
+        pages: &'c mut MappedPages,
+        send_buf: &'c mut MappedBuf,
+        credits: u32,
+    ) -> Self {
+        chain.clear();
+        pages.clear();
+        Self {
+            chain,
+            pages,
+            send_buf,
+            credits,
+        }
+    }
+
     /// Encodes the Reply's transport header (`proc_`; with the bytes
     /// `written` per Write chunk and, for `NoMsg`, `reply` in the Reply
     /// chunk). Returns its length.

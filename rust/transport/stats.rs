@@ -11,10 +11,9 @@
 //! so the device and module totals (sums made only when read) never go
 //! backwards.
 
-use crate::rdma::wr::Tally;
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
-use crate::rdma::DevName;
+use crate::rdma::{wr::Tally, DevName};
 use crate::sysfs::{sysfs_ktype, Attrs, KType, ShowFn};
 
 /// Declares [`Counters`] with one `Atomic<u64>` per name, a show function

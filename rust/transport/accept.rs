@@ -394,6 +394,7 @@ const MAX_SEND_SGE: u32 = crate::rdma::wr::MAX_WR_SGE as u32;
 
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
 /// Returns the new transport, or none when there is none (or it failed).
+/// The counterpart of C's svc_rdma_accept().
 pub(super) fn accept(listener: Arrivals<'_>) -> Option<NewXprt<Connection>> {
     while let Some(p) = listener.requests.dequeue(listener.xprt) {
         if p.is_gone() {
@@ -418,8 +419,8 @@ pub(super) fn accept(listener: Arrivals<'_>) -> Option<NewXprt<Connection>> {
     None
 }
 
-/// Builds the connection for `p` and accepts it. The counterpart of C's
-/// svc_rdma_accept().
+/// Builds the connection for `p` and accepts it: the part of C's
+/// svc_rdma_accept() after the request is dequeued.
 fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connection>> {
     let dev = p.cm_id().device().ok_or(ENODEV)?;
     let attrs = dev.attrs();

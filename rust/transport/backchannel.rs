@@ -77,10 +77,12 @@ pub(crate) struct RdmaBc;
 
 #[vtable]
 impl BcOps for RdmaBc {
+    /// The counterpart of C's xprt_setup_rdma_bc().
     fn setup(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
         bind(args)
     }
 
+    /// The counterpart of C's xprt_rdma_bc_send_request().
     fn send_request(server: &SvcXprt, rq: &mut RpcRqst<'_>) -> Result {
         if server.is_dead() {
             return Err(ENOTCONN);
@@ -98,15 +100,18 @@ impl BcOps for RdmaBc {
         })
     }
 
+    /// The counterpart of C's xprt_rdma_bc_allocate().
     fn buf_alloc(rq: &mut RpcRqst<'_>) -> Result {
         rq.alloc_buffers()
     }
 
+    /// The counterpart of C's xprt_rdma_bc_free().
     fn buf_free(rq: &mut RpcRqst<'_>) {
         rq.free_buffers();
     }
 
-    /// sunrpc deletes the connection: waiting Calls fail.
+    /// sunrpc deletes the connection: waiting Calls fail. The counterpart
+    /// of C's xprt_rdma_bc_close().
     fn close(x: &RpcXprt) {
         x.disconnect_done();
     }
@@ -129,7 +134,8 @@ fn bind(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
     Ok(bc)
 }
 
-/// Sends the backward Call of `rq` inline on `conn`.
+/// Sends the backward Call of `rq` inline on `conn`. The counterpart of C's
+/// rpcrdma_bc_send_request().
 ///
 /// The send context may be allocated here if the pool is empty
 /// (`GFP_KERNEL`): allowed, as this runs in process context without locks
@@ -182,7 +188,8 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
 
 /// Delivers a backward Reply (`header`, with `body` the RPC message after
 /// it) received on `conn` to the backward Call waiting for it. The body is
-/// copied before this returns.
+/// copied before this returns. The counterpart of C's
+/// svc_rdma_handle_bc_reply().
 pub(super) fn receive_reply(conn: &Connection, header: &Header<'_>, body: &[u8]) {
     let Some(bc) = conn.xprt().backchannel() else {
         pr_warn_ratelimited!(

@@ -159,7 +159,7 @@ impl Connection {
     /// cannot fail, room was made by `init_pools`; if it did, the
     /// connection would close.)
     pub(crate) fn set_res(&self, res: Resources) -> bool {
-        // Mutant eager_mr_pool (issue 22 item 2 undone): every MR of the
+        // Mutant eager_mr_pool: every MR of the
         // pool allocated at accept, before any RPC (here, where the MRs
         // belong to the resources, which drop them before the PD).
         #[cfg(svcrdma_mutant = "eager_mr_pool")]
@@ -232,7 +232,7 @@ impl Connection {
     /// are receiving on it ([`RecvQueue::room_for_a_thread`]). The
     /// counterpart of C's svc_rdma_has_wspace().
     pub(crate) fn has_wspace(&self) -> bool {
-        // Mutant park_threads (issue 22 item 1 undone): always room, no
+        // Mutant park_threads: always room, no
         // bound on receiving threads, whoever waits for slots or MRs.
         if cfg!(svcrdma_mutant = "park_threads") {
             return true;
@@ -293,7 +293,7 @@ impl Connection {
     }
 
     /// Frees a connection sunrpc has released (its `xpo_free`), or one whose
-    /// accept failed.
+    /// accept failed. The counterpart of C's svc_rdma_free().
     ///
     /// sunrpc's references are gone, but completions and late CM events may
     /// still hold shared references: they are stopped and drained before

@@ -105,7 +105,7 @@ pub(crate) struct CallCtxt {
     /// Work requests being built.
     pub(crate) chain: Chain,
     /// The Call's pages while its RDMA Reads are in flight and until an
-    /// nfsd thread picks the Call up (`rw::post_reads`), with the Reads'
+    /// nfsd thread picks the Call up (`sq::post_reads`), with the Reads'
     /// mappings of them and the FRMR pool entries this RPC holds.
     pub(crate) args: MappedPages,
     /// The Reply's pages, taken from nfsd while its Writes are in flight,
@@ -213,8 +213,8 @@ impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.put_pages();
         // The send buffer unmaps as it drops: no work request uses it, as a
-        // posted Reply holds its context until its last completion, and
-        // every other post is waited for.
+        // posted chain holds its context until its last completion (one
+        // posted in part, until the teardown reclaims it: `Orphan`).
     }
 }
 

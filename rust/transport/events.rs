@@ -17,6 +17,7 @@ use crate::{
 /// CM events on an accepted connection ([`Connection::free`] silences the
 /// id before the connection goes).
 impl CmHandler for Connection {
+    /// The counterpart of C's svc_rdma_cma_handler().
     fn event(self: Pin<&Self>, _id: CmIdRef<'_>, event: &CmEvent<'_>) {
         match event.kind() {
             CmEventKind::Established => self.recv.established(self.xprt()),
@@ -54,6 +55,7 @@ impl CmHandler for Connection {
 
 /// Asynchronous QP events (the QP is destroyed before the connection goes).
 impl QpEventHandler for Connection {
+    /// The counterpart of C's qp_event_handler().
     fn qp_event(self: Pin<&Self>, event: QpEvent) {
         if event.is_informational() {
             return;

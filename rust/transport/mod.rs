@@ -12,13 +12,14 @@
 //! - [`connection`]: a connection's RDMA resources, pools and teardown;
 //! - [`live`]: a connection with its resources, as the data path sees it;
 //! - [`events`]: a connection's CM and QP events;
-//! - [`sink`]: where RDMA Reads land, under the connection's memory model;
-//! - [`frmr`]: the per-connection FRMR pool;
+//! - [`recvfrom`]: `xpo_recvfrom` and receive completions (transport
+//!   header, Call assembly);
 //! - [`recv`]: the receive queue between the receive CQ and nfsd;
-//! - [`recvfrom`]: `xpo_recvfrom` (transport header, Call assembly);
 //! - [`call`]: a received Call's plan (its header checked, its layout and
 //!   the cost of its Reads);
-//! - [`rw`]: RDMA Read and Write under the connection's memory model;
+//! - [`rw`]: RDMA Read and Write chains;
+//! - [`sink`]: where RDMA Reads land, under the connection's memory model;
+//! - [`frmr`]: the per-connection FRMR pool;
 //! - [`sendto`]: `xpo_sendto` and `xpo_result_payload` (the Reply);
 //! - [`ctxt`]: the per-RPC context between them;
 //! - [`sq`]: posting work-request chains and handling their completions;
@@ -30,6 +31,14 @@
 //!   Reads;
 //! - `backchannel`: the NFSv4.1 backchannel (nfsd's callbacks on the
 //!   client's connection), unless built with `SVCRDMA_RS_BACKCHANNEL=n`.
+//!
+//! One Call's receive path goes one way through the files: [`recvfrom`]
+//! takes the received buffer from [`recv`], has [`call`] plan the Call,
+//! assembles it, and has [`rw`] build its RDMA Reads (into the sink of
+//! [`sink`], with MRs of [`frmr`]), which [`sq`] posts. Their completion
+//! goes back up the same files: [`sq`] hands the context to [`rw`], which
+//! queues the Call in [`recv`]; the next nfsd thread in [`recvfrom`]
+//! picks it up.
 
 mod accept;
 #[cfg(svcrdma_rs_backchannel)]

@@ -571,7 +571,7 @@ fn reject(
     why: &str,
     (need, have): (usize, usize),
 ) -> NoCall {
-    // Mutant limit_closes (issue 22 item 5 undone): a Call over the
+    // Mutant limit_closes: a Call over the
     // connection's resources closes it, unanswered.
     if cfg!(svcrdma_mutant = "limit_closes") && need != 0 {
         return NoCall::Close;

@@ -289,7 +289,7 @@ fn retire_mrs(live: Live<'_>, ctxt: &mut CallCtxt) {
         return;
     }
     live.close();
-    // Mutant keep_failed_mrs (issue 22 item 4 undone): the MRs of a failed
+    // Mutant keep_failed_mrs: the MRs of a failed
     // chain go back to the pool unmapped but still registered.
     if cfg!(svcrdma_mutant = "keep_failed_mrs") {
         release_mrs(live, ctxt);

@@ -43,7 +43,7 @@ use crate::{
 
 /// `xpo_result_payload`: nfsd placed `length` bytes of result data at
 /// `offset` of the Reply; they go into the Call's next Write chunk, if it
-/// has one.
+/// has one. The counterpart of C's svc_rdma_result_payload().
 pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Result {
     let Some(ctxt) = rq.ctxt_mut() else {
         return Ok(());
@@ -71,7 +71,8 @@ pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Resul
 }
 
 /// `xpo_sendto`: sends the Reply of the request's Call. Returns the Reply's
-/// length; on an error the connection is closing.
+/// length; on an error the connection is closing. The counterpart of C's
+/// svc_rdma_sendto().
 pub(super) fn sendto(conn: &Connection, rq: &mut Rq<'_>) -> Result<usize> {
     let Some(mut ctxt) = rq.take_ctxt() else {
         return Err(ENOTCONN);
@@ -391,6 +392,7 @@ fn count_error(conn: &Connection, xid: u32, err: u32) {
 /// whose header was refused. Returns whether there is one to send (none
 /// for a message too short to have an XID); the caller posts it like a
 /// Reply (`sq::post_reply`), so the nfsd thread does not wait for it.
+/// The counterpart of C's svc_rdma_send_error_msg().
 pub(super) fn build_error(live: Live<'_>, ctxt: &mut CallCtxt, err: &DecodeError) -> Result<bool> {
     let (Some((xid, code)), Ok(Some(len))) = (
         err.answer(),

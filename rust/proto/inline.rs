@@ -73,6 +73,68 @@ impl Depths {
             send_wr: send + 1,
         })
     }
+
+    /// How the send queue of a QP that allows `qp_send_wr` requests (we
+    /// asked for [`Depths::send_wr`]) is shared. A chain holds a slot per
+    /// request until its last completion: the queue, less the one request
+    /// the drain at teardown needs, is what chains hold. Room for
+    /// `unsignaled_max` chains of `unsignaled_wrs` requests posted without
+    /// a completion of their own is set apart first, where the queue is
+    /// large enough to spare it (a quarter at most): those wait for a later
+    /// chain's completion, so they must never hold slots another chain
+    /// waits for.
+    pub fn send_split(
+        &self,
+        qp_send_wr: u32,
+        unsignaled_max: u32,
+        unsignaled_wrs: u32,
+    ) -> SendSplit {
+        let queue = qp_send_wr.min(self.send_wr).saturating_sub(1);
+        let room = unsignaled_max.saturating_mul(unsignaled_wrs);
+        let unsignaled = if queue >= room.saturating_mul(4) {
+            unsignaled_max
+        } else {
+            0
+        };
+        SendSplit {
+            slots: queue.saturating_sub(unsignaled.saturating_mul(unsignaled_wrs)),
+            unsignaled,
+        }
+    }
+
+    /// Per-RPC contexts: the Calls in progress and the Replies in flight,
+    /// which hold theirs until their Send completes. A client within its
+    /// credits has at most `credits` of both together, but its credit
+    /// comes back with a Reply, so its next Call may arrive before that
+    /// Reply's completion is handled: a wide margin (8 per credit), so a
+    /// slow completion worker never costs a well-behaved client a Call.
+    /// Only a quarter of the credits' worth is made at first: an idle
+    /// connection costs little, and the pool grows on use.
+    pub fn contexts(&self) -> Contexts {
+        Contexts {
+            initial: self.credits.div_ceil(4),
+            max: self.credits.saturating_mul(8),
+        }
+    }
+}
+
+/// How a connection's send queue is shared ([`Depths::send_split`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendSplit {
+    /// Slots the chains with a completion of their own hold.
+    pub slots: u32,
+    /// Chains that may wait without a completion of their own, in room
+    /// apart from `slots`.
+    pub unsignaled: u32,
+}
+
+/// How many per-RPC contexts a connection has ([`Depths::contexts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contexts {
+    /// Made at accept.
+    pub initial: u32,
+    /// At most ever.
+    pub max: u32,
 }
 
 /// The message this server sends in its connection accept.

@@ -19,9 +19,10 @@ use kernel::{
 
 use super::{
     class::CLASS,
-    connection::{Connection, Endpoint, Resources},
+    connection::{Connection, Endpoint, PoolSizes, Resources},
     frmr::FrmrPool,
     registry::{ConnAttrs, Registry},
+    sink::Sink,
     sq::UNSIGNALED_WRS,
 };
 use crate::{
@@ -34,7 +35,8 @@ use crate::{
         memreg::{decide, Model},
     },
     rdma::{
-        cm::ConnRequest, dma::DmaDev, endpoint::recv_cq, owned::UNSIGNALED_MAX, qp::QpCaps, Cq, Pd,
+        cm::ConnRequest, dma::DmaDev, endpoint::recv_cq, owned::UNSIGNALED_MAX, qp::QpCaps, Cq,
+        DevName, Pd,
     },
     sunrpc::{Flag, NewXprt, SvcXprt},
     trace,
@@ -306,6 +308,7 @@ impl kernel::fmt::Display for AddrShown {
 
 /// Handles `CONNECT_REQUEST` on `listener`: queues the request, or refuses
 /// it by returning without adopting `req` (the CM then destroys its id).
+/// The counterpart of C's handle_connect_req().
 pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
     let id = req.id();
     let client = cm_private::decode(req.private_data());
@@ -350,16 +353,7 @@ pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
     // Allocate before taking the id: an error after `adopt` would have to
     // destroy the id inside its own handler, which deadlocks.
     let Ok(slot) = Slot::new() else {
-        pr_warn_ratelimited!(
-            "refusing connection from {}: out of memory\n",
-            AddrShown(peer)
-        );
-        trace::reject(
-            fmt!("{}", AddrShown(peer)),
-            fmt!("{}", name),
-            fmt!("out of memory"),
-        );
-        return;
+        return refused_oom(peer, name);
     };
     let ord = req.initiator_depth();
     // `Requests::queue` cannot fail once it has called us, so the request is
@@ -369,16 +363,22 @@ pub(super) fn connect_request(listener: Arrivals<'_>, req: ConnRequest<'_>) {
         .requests
         .queue(listener.xprt, || Pending::adopt(slot, req, attrs, ord));
     if queued.is_err() {
-        pr_warn_ratelimited!(
-            "refusing connection from {}: out of memory\n",
-            AddrShown(peer)
-        );
-        trace::reject(
-            fmt!("{}", AddrShown(peer)),
-            fmt!("{}", name),
-            fmt!("out of memory"),
-        );
+        refused_oom(peer, name);
     }
+}
+
+/// Says that a connection request from `peer` on `device` was refused for
+/// want of memory.
+fn refused_oom(peer: Option<SockAddr>, device: DevName) {
+    pr_warn_ratelimited!(
+        "refusing connection from {}: out of memory\n",
+        AddrShown(peer)
+    );
+    trace::reject(
+        fmt!("{}", AddrShown(peer)),
+        fmt!("{}", device),
+        fmt!("out of memory"),
+    );
 }
 
 /// The local ACK timeout exponent of our QPs (IB/RoCE).
@@ -389,6 +389,7 @@ const MAX_SEND_SGE: u32 = crate::rdma::wr::MAX_WR_SGE as u32;
 
 /// `xpo_accept` on a listener: builds and accepts the oldest live request.
 /// Returns the new transport, or none when there is none (or it failed).
+/// The counterpart of C's svc_rdma_accept().
 pub(super) fn accept(listener: Arrivals<'_>) -> Option<NewXprt<Connection>> {
     while let Some(p) = listener.requests.dequeue(listener.xprt) {
         if p.is_gone() {
@@ -413,7 +414,8 @@ pub(super) fn accept(listener: Arrivals<'_>) -> Option<NewXprt<Connection>> {
     None
 }
 
-/// Builds the connection for `p` and accepts it.
+/// Builds the connection for `p` and accepts it: the part of C's
+/// svc_rdma_accept() after the request is dequeued.
 fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connection>> {
     let dev = p.cm_id().device().ok_or(ENODEV)?;
     let attrs = dev.attrs();
@@ -439,46 +441,14 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         )?),
         _ => None,
     };
-
-    let registry = listener.registry.clone();
-    // What the data path uses (credits granted in every reply) and what
-    // sysfs and the log show: one value.
-    let info = ConnAttrs {
-        credits: depths.credits,
-        frmr_pool: frmrs.as_ref().map_or(0, |f| f.len()),
-        ..*p.attrs()
-    };
-    let conn = KBox::pin_init(
-        Connection::new(
-            registry,
-            info,
-            depths.recv_buffers as usize,
-            depths.recv_batch as usize,
-        ),
-        GFP_KERNEL,
-    )?;
-    // From here on the connection is freed through sunrpc's reference
-    // count, on failure too (dropping `conn`).
-    let conn = CLASS.new_conn(conn, listener.xprt)?;
-    if let Some(a) = p.cm_id().dst_addr() {
-        conn.set_remote(&a);
-    }
-    if let Some(a) = p.cm_id().src_addr() {
-        conn.set_local(&a);
-    }
-    // RDMA's reliable connections provide congestion control (NFSv4 needs
-    // it of a transport).
-    conn.xprt().set_flag(Flag::CongCtrl);
-
-    let send_sge = attrs.max_send_sge.min(MAX_SEND_SGE);
-    let max_sge_rd = attrs.max_sge_rd;
-    let server_r = p.attrs().server_r;
+    let conn = new_conn(listener, &p, &depths, frmrs.as_ref())?;
     let caps = QpCaps {
         send_wr: depths.send_wr,
         recv_wr: depths.recv_wr,
-        send_sge,
+        send_sge: attrs.max_send_sge.min(MAX_SEND_SGE),
         recv_sge: 1,
     };
+    let (server_r, max_sge_rd) = (p.attrs().server_r, attrs.max_sge_rd);
     // The QP and receive buffers count `conn` until the QP is destroyed:
     // on failure the endpoint (declared after `conn`) goes first, then the
     // connection.
@@ -494,53 +464,98 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
         )
     })?;
     let got = acc.endpoint().caps();
-    let got_send_sge = got.send_sge;
-    // A chain holds a slot per request until its last completion: the
-    // send queue's slots, less the one the drain at teardown needs, are
-    // what chains hold (fewer under a debug build's `debug_sq_slots`).
-    //
-    // Room for Replies posted without a completion of their own
-    // (`sq::UNSIGNALED_WRS` requests each, `owned::SendOrder`) is set apart
-    // first, where the queue is large enough to spare it (a quarter at
-    // most): those wait for a later chain's completion, so they must never
-    // hold slots another chain waits for.
-    let queue = got.send_wr.min(depths.send_wr).saturating_sub(1);
-    let unsignaled_room = UNSIGNALED_MAX as u32 * UNSIGNALED_WRS;
-    let unsignaled = if queue >= 4 * unsignaled_room {
-        UNSIGNALED_MAX
-    } else {
-        0
-    };
-    let sq_slots = (queue - unsignaled as u32 * UNSIGNALED_WRS).min(params::sq_slots_cap());
-    // Contexts: the Calls in progress and the Replies in flight, which
-    // hold theirs until their Send completes. A client within its
-    // credits has at most `credits` of both together, but its credit
-    // comes back with a Reply, so its next Call may arrive before that
-    // Reply's completion is handled here: a wide margin, so a slow
-    // completion worker never costs a well-behaved client a Call.
-    // Only a quarter of the credits' worth is made now: an idle
-    // connection costs little, and the pool grows on use.
-    let built = conn
-        .init_pools(
-            acc.endpoint().dma_dev(),
-            sq_slots,
-            unsignaled,
-            (depths.credits as usize).div_ceil(4),
-            depths.credits as usize * 8,
-            frmrs.as_ref().map_or(0, |f| f.len()),
-        )
-        // On failure the QP (dropped first) flushes what was posted.
-        .and_then(|()| {
-            conn.receives_posting(depths.recv_buffers as usize);
-            acc.endpoint().post_receives()
-        });
-    if let Err(e) = built {
+    let (send_wr, send_sge) = (got.send_wr, got.send_sge);
+    let sink = Sink::new(model, frmrs, acc.endpoint().pd(), max_sge_rd.min(send_sge))?;
+    if let Err(e) = start_pools(&conn, acc.endpoint(), &depths, send_wr, sink.mrs()) {
         // The endpoint (QP first, id last), then the request's watch, then
         // the connection, to which nothing refers any more.
         drop(acc);
         return Err(e);
     }
+    let res = |ep| Resources {
+        sink,
+        ep,
+        send_sge: send_sge.clamp(1, MAX_SEND_SGE),
+    };
+    go_live(conn, acc, res, server_r, ord)
+}
 
+/// Makes the connection of `p` on the listener, known to sunrpc, its
+/// queues sized by `depths` (`frmrs`: its FRMR pool, if any). From then on
+/// sunrpc's reference count frees it, on failure too (dropping it).
+fn new_conn(
+    listener: Arrivals<'_>,
+    p: &Pending,
+    depths: &Depths,
+    frmrs: Option<&FrmrPool>,
+) -> Result<NewXprt<Connection>> {
+    // What the data path uses (credits granted in every reply) and what
+    // sysfs and the log show: one value.
+    let info = ConnAttrs {
+        credits: depths.credits,
+        frmr_pool: frmrs.map_or(0, |f| f.len()),
+        ..*p.attrs()
+    };
+    let conn = KBox::pin_init(
+        Connection::new(
+            listener.registry.clone(),
+            info,
+            depths.recv_buffers as usize,
+            depths.recv_batch as usize,
+        ),
+        GFP_KERNEL,
+    )?;
+    let conn = CLASS.new_conn(conn, listener.xprt)?;
+    if let Some(a) = p.cm_id().dst_addr() {
+        conn.set_remote(&a);
+    }
+    if let Some(a) = p.cm_id().src_addr() {
+        conn.set_local(&a);
+    }
+    // RDMA's reliable connections provide congestion control (NFSv4 needs
+    // it of a transport).
+    conn.xprt().set_flag(Flag::CongCtrl);
+    Ok(conn)
+}
+
+/// Sets up the data path's pools of `conn` on the endpoint `ep`, whose
+/// QP allows `send_wr` send requests (`depths`: what we asked for; `mrs`:
+/// the FRMR pool's entries), and posts its receive buffers.
+fn start_pools(
+    conn: &Connection,
+    ep: &Endpoint,
+    depths: &Depths,
+    send_wr: u32,
+    mrs: usize,
+) -> Result {
+    // Replies posted without a completion of their own are
+    // `sq::UNSIGNALED_WRS` requests each (`owned::SendOrder`).
+    let split = depths.send_split(send_wr, UNSIGNALED_MAX as u32, UNSIGNALED_WRS);
+    let contexts = depths.contexts();
+    let sizes = PoolSizes {
+        // Fewer under a debug build's `debug_sq_slots`.
+        sq_slots: split.slots.min(params::sq_slots_cap()),
+        unsignaled: split.unsignaled as usize,
+        ctxts: contexts.initial as usize,
+        max_ctxts: contexts.max as usize,
+        mrs,
+    };
+    conn.init_pools(ep.dma_dev(), &sizes)?;
+    // On failure the QP (dropped first) flushes what was posted.
+    conn.recv.posting(depths.recv_buffers as usize);
+    ep.post_receives()
+}
+
+/// Accepts the request of `acc` for `conn` (`server_r`: our R bit; `ord`:
+/// the RDMA Reads we may have in flight), installs its resources (`res`
+/// of the accepted endpoint), and shows it in sysfs and the log.
+fn go_live(
+    conn: NewXprt<Connection>,
+    acc: pending::Accepting<Connection>,
+    res: impl FnOnce(Endpoint) -> Resources,
+    server_r: bool,
+    ord: u8,
+) -> Result<NewXprt<Connection>> {
     // From now on the id's events concern the connection. This is done
     // while the request's watch is still allocated: until the id is
     // re-pointed (under its handler lock), a late event may still reach it.
@@ -553,19 +568,12 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     // re-pointed, the endpoint and then the watch are gone when this
     // returns, before the connection.
     let (ep, accepted) = acc.accept(conn.as_pin(), &ours, ord)?;
-    conn.set_res(Resources {
-        frmrs,
-        ep,
-        send_sge: got_send_sge.clamp(1, MAX_SEND_SGE),
-        read_sge: match model {
-            Model::DmaMrRemoteWrite => 1,
-            _ => max_sge_rd.min(got_send_sge).clamp(1, MAX_SEND_SGE),
-        },
-    });
+    conn.set_res(res(ep));
 
     // On an error the resources go with the connection (dropping it), the
     // id last.
     accepted?;
+    let info = conn.info;
     if let Err(e) = conn.publish(info) {
         pr_warn!(
             "connection {}: sysfs entry not created: error {}\n",

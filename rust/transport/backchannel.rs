@@ -42,7 +42,7 @@ use kernel::prelude::*;
 use super::{
     class::{BC_IDENT, CLASS},
     connection::Connection,
-    sq::post_reply,
+    sq::{post_reply, Posted},
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
@@ -77,10 +77,12 @@ pub(crate) struct RdmaBc;
 
 #[vtable]
 impl BcOps for RdmaBc {
+    /// The counterpart of C's xprt_setup_rdma_bc().
     fn setup(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
         bind(args)
     }
 
+    /// The counterpart of C's xprt_rdma_bc_send_request().
     fn send_request(server: &SvcXprt, rq: &mut RpcRqst<'_>) -> Result {
         if server.is_dead() {
             return Err(ENOTCONN);
@@ -98,15 +100,18 @@ impl BcOps for RdmaBc {
         })
     }
 
+    /// The counterpart of C's xprt_rdma_bc_allocate().
     fn buf_alloc(rq: &mut RpcRqst<'_>) -> Result {
         rq.alloc_buffers()
     }
 
+    /// The counterpart of C's xprt_rdma_bc_free().
     fn buf_free(rq: &mut RpcRqst<'_>) {
         rq.free_buffers();
     }
 
-    /// sunrpc deletes the connection: waiting Calls fail.
+    /// sunrpc deletes the connection: waiting Calls fail. The counterpart
+    /// of C's xprt_rdma_bc_close().
     fn close(x: &RpcXprt) {
         x.disconnect_done();
     }
@@ -129,7 +134,8 @@ fn bind(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
     Ok(bc)
 }
 
-/// Sends the backward Call of `rq` inline on `conn`.
+/// Sends the backward Call of `rq` inline on `conn`. The counterpart of C's
+/// rpcrdma_bc_send_request().
 ///
 /// The send context may be allocated here if the pool is empty
 /// (`GFP_KERNEL`): allowed, as this runs in process context without locks
@@ -137,7 +143,7 @@ fn bind(args: &SetupArgs<'_>) -> Result<BoundBackchannel> {
 /// does not recurse into file systems. Waiting for a send-queue slot is
 /// allowed for the same reason; a closing connection ends the wait.
 fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
-    let res = conn.res().ok_or(ENOTCONN)?;
+    let live = conn.live().ok_or(ENOTCONN)?;
     let limit = max_inline_reply(&conn.info.client) as usize;
     let len = CALL_HEADER_LEN.saturating_add(rq.send_len());
     if len > limit {
@@ -150,7 +156,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         return Err(EMSGSIZE);
     }
     // Pool empty and at its bound: sunrpc retries after a short delay.
-    let mut ctxt = conn.ctxt_get(false).ok_or(ENOMEM)?;
+    let mut ctxt = live.ctxt_get(false).ok_or(ENOMEM)?;
     let built = (|| -> Result<usize> {
         let n = encode_call_header(&mut ctxt.send_buf[..], rq.xid(), BC_CREDITS)
             .map_err(|_| EMSGSIZE)?;
@@ -165,7 +171,7 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
         }
     };
     ctxt.chain.clear();
-    if let Err(e) = ctxt.send_inline(res.pd().local_dma_lkey(), total, None) {
+    if let Err(e) = ctxt.send_inline(live.res.pd().local_dma_lkey(), total, None) {
         conn.ctxt_put(ctxt);
         return Err(e);
     }
@@ -174,12 +180,16 @@ fn send_call(conn: &Connection, rq: &mut RpcRqst<'_>) -> Result {
     // completes; on failure it is returned, and a failed post closes the
     // connection.
     super::stats::count(&conn.stats.c.backward_calls, 1);
-    post_reply(conn, ctxt).map_err(|_| ENOTCONN)
+    match post_reply(live, ctxt) {
+        Posted::Ok => Ok(()),
+        Posted::Refused(_) => Err(ENOTCONN),
+    }
 }
 
 /// Delivers a backward Reply (`header`, with `body` the RPC message after
 /// it) received on `conn` to the backward Call waiting for it. The body is
-/// copied before this returns.
+/// copied before this returns. The counterpart of C's
+/// svc_rdma_handle_bc_reply().
 pub(super) fn receive_reply(conn: &Connection, header: &Header<'_>, body: &[u8]) {
     let Some(bc) = conn.xprt().backchannel() else {
         pr_warn_ratelimited!(

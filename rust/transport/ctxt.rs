@@ -21,19 +21,20 @@ use kernel::{
     sync::{atomic::Atomic, SpinLock},
 };
 
+use super::call::{Steps, MAX_WRITE_CHUNKS, NO_STEPS};
 use crate::{
     pages::MappedPages,
     proto::{
         inline::{RECV_SIZE, SEND_SIZE},
         layout::{ArgShape, Payload},
-        rpcrdma::header::{Header, Limits, Shape},
+        rpcrdma::header::{Header, Shape},
     },
     rdma::{
         dma::{Dir, DmaDev, MappedBuf},
         owned::{Cqe, ERR},
         wr::{Chain, Sge},
     },
-    sunrpc::{self, Rqst},
+    sunrpc::Rqst,
 };
 
 /// An nfsd request on one of our connections: its context is a [`CallCtxt`].
@@ -43,23 +44,6 @@ pub(crate) type Rq<'a> = Rqst<'a, CallCtxt>;
 pub(crate) const REPLY: u64 = 0;
 /// A context's chain of a Call's RDMA Reads: its [`Cqe`] id.
 pub(crate) const READS: u64 = 1;
-
-/// Write chunks per Call we handle (more is answered with ERR_CHUNK).
-pub(crate) const MAX_WRITE_CHUNKS: usize = 4;
-
-/// Read chunks per Call we handle (more is answered with ERR_CHUNK).
-pub(crate) const MAX_READ_CHUNKS: usize = 8;
-
-/// What we accept in a Call's transport header: no more chunks than a
-/// context holds.
-pub(crate) const LIMITS: Limits = Limits {
-    max_read_segments: 64,
-    max_write_chunks: MAX_WRITE_CHUNKS as u32,
-    max_segments_per_chunk: 64,
-    // A maximal payload (`RPCSVC_MAXPAYLOAD`) plus room for the RPC
-    // message around it in a Reply chunk.
-    max_chunk_bytes: sunrpc::MAX_PAYLOAD + 64 * 1024,
-};
 
 /// A Call's transport header, kept for its Reply: a copy of its bytes and
 /// where its parts lie in them, decoded and validated once, when the Call
@@ -121,7 +105,7 @@ pub(crate) struct CallCtxt {
     /// Work requests being built.
     pub(crate) chain: Chain,
     /// The Call's pages while its RDMA Reads are in flight and until an
-    /// nfsd thread picks the Call up (`rw::post_reads`), with the Reads'
+    /// nfsd thread picks the Call up (`sq::post_reads`), with the Reads'
     /// mappings of them and the FRMR pool entries this RPC holds.
     pub(crate) args: MappedPages,
     /// The Reply's pages, taken from nfsd while its Writes are in flight,
@@ -130,9 +114,9 @@ pub(crate) struct CallCtxt {
     /// Where the Call's bytes lie in its pages once its Reads complete.
     pub(crate) call_shape: ArgShape,
     /// Storage for the steps of the Call's assembly
-    /// (`recvfrom::plan`), kept with the context so that no receive
+    /// (`call::plan`), kept with the context so that no receive
     /// initializes a fresh array.
-    pub(crate) steps: super::recvfrom::Steps,
+    pub(crate) steps: Steps,
     /// Completion of a Reply's chain (`sq::post_reply`).
     pub(crate) reply_cqe: Cqe<CallCtxt, REPLY>,
     /// Completion of the Call's Read chain (`sq::post_reads`).
@@ -167,7 +151,7 @@ impl CallCtxt {
             args: MappedPages::new(dev)?,
             reply: MappedPages::new(dev)?,
             call_shape: ArgShape::Stream { len: 0 },
-            steps: super::recvfrom::NO_STEPS,
+            steps: NO_STEPS,
             reply_cqe: Cqe::for_chains(),
             read_cqe: Cqe::for_chains(),
             err_cqe: Cqe::for_errors(),
@@ -215,8 +199,8 @@ impl Drop for CallCtxt {
     fn drop(&mut self) {
         self.put_pages();
         // The send buffer unmaps as it drops: no work request uses it, as a
-        // posted Reply holds its context until its last completion, and
-        // every other post is waited for.
+        // posted chain holds its context until its last completion (one
+        // posted in part, until the teardown reclaims it: `Orphan`).
     }
 }
 

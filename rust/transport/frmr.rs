@@ -82,8 +82,11 @@ impl MrFree {
                 return None;
             }
             for _ in 0..n {
-                // `out` has room (reserved by the caller); `free` has `n`.
-                let _ = free.pop().map(|l| out.push_within_capacity(l));
+                // `out` has room (reserved by the caller) and `free` has
+                // `n`: a lease is never dropped here.
+                if let Some(l) = free.pop() {
+                    kernel::warn_on!(out.push_within_capacity(l).is_err());
+                }
             }
             Some(())
         })
@@ -102,8 +105,11 @@ impl MrFree {
                 return None;
             }
             for _ in 0..n {
-                // `out` has room (reserved by the caller); `free` has `n`.
-                let _ = free.pop().map(|l| out.push_within_capacity(l));
+                // `out` has room (reserved by the caller) and `free` has
+                // `n`: a lease is never dropped here.
+                if let Some(l) = free.pop() {
+                    kernel::warn_on!(out.push_within_capacity(l).is_err());
+                }
             }
             Some(())
         })
@@ -114,8 +120,9 @@ impl MrFree {
     pub(crate) fn give(&self, held: &mut KVec<MrLease>) {
         self.release(|free| {
             while let Some(l) = held.pop() {
-                // Capacity for every entry was reserved by `reserve`.
-                let _ = free.push_within_capacity(l);
+                // Capacity for every entry was reserved by `reserve`: a
+                // lease is never dropped here.
+                kernel::warn_on!(free.push_within_capacity(l).is_err());
             }
         });
     }

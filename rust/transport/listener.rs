@@ -120,6 +120,7 @@ impl WorkItem for Listener {
 }
 
 impl CmHandler for Listener {
+    /// The counterpart of C's svc_rdma_listen_handler().
     fn event(self: Pin<&Self>, id: CmIdRef<'_>, event: &CmEvent<'_>) {
         // The id's device is going (its removal waits until the id is
         // destroyed), or its address moved to another device. Only a
@@ -152,7 +153,7 @@ impl Listener {
     }
 
     /// Frees a listener sunrpc has released (its `xpo_free`), or one whose
-    /// creation failed.
+    /// creation failed. The counterpart of C's svc_rdma_free().
     pub(crate) fn free(l: Pin<KBox<Self>>) {
         l.shut();
         // Once `shut` returned, nothing refers to it.
@@ -296,7 +297,8 @@ impl kernel::fmt::Display for Dev {
     }
 }
 
-/// Creates a listener (sunrpc's `xpo_create`) on `args`' address.
+/// Creates a listener (sunrpc's `xpo_create`) on `args`' address. The
+/// counterpart of C's svc_rdma_create().
 pub(super) fn create(registry: &Arc<Registry>, args: &CreateArgs<'_>) -> Result<NewXprt<Listener>> {
     let registry = registry.clone();
     let l = KBox::pin_init(

@@ -13,83 +13,404 @@
 //! the item on pages of its own from their first byte, as nfsd's direct I/O
 //! needs, the inline bytes around it in the first page. The context that
 //! carries the header to the Reply hangs on the request.
+//!
+//! A Call with Read chunks (an NFS WRITE's data, a long Call) is started
+//! by its receive completion instead, when everything it needs is at hand
+//! ([`reads_at_once`]): its RDMA Reads are posted right away, into pages
+//! of its own, and the Call waits for them in the connection's queue of
+//! finished Reads (`super::recv`), not in an nfsd thread, which is woken
+//! only once they are done, to pick the whole Call up. The C transport
+//! wakes a thread for the Call, which posts the Reads and goes back to
+//! sleep, and another one once they complete.
 
 use kernel::prelude::*;
 
 use super::{
-    connection::{Connection, Work},
-    ctxt::{CallCtxt, Rq, LIMITS, MAX_READ_CHUNKS},
+    call::{has_read_list, plan, Fill, Plan, Unplanned, LIMITS},
+    connection::Connection,
+    ctxt::{CallCtxt, Rq},
+    live::Live,
+    recv::Work,
     rw, sendto,
-    sq::{post_reads, post_reply},
+    sq::{post_reads, post_reply, Slots},
     stats::count,
 };
 use crate::{
     log::pr_warn_ratelimited,
     proto::{
-        budget::{answer_when_busy, Cost},
-        layout::{call_layout, split_floor, ArgShape, Place, ReadChunkRef, Split},
-        rpcrdma::{
-            chunk::ReadList,
-            header::{decode, ChunkError, DecodeError, Header, Proc},
-        },
+        budget::answer_when_busy,
+        inline::RECV_SIZE,
+        layout::ArgShape,
+        rpcrdma::header::{ChunkError, DecodeError},
     },
-    rdma::recv::RecvSlot,
-    sunrpc::PAGE_SIZE,
+    rdma::recv::{RecvHandler, RecvSlot},
 };
 
-/// Handles one received message on `conn` for the nfsd thread's request
-/// `rq`. Returns the Call's length (0: nothing for nfsd).
+/// Receive completions, from the receive CQ (`rdma::recv`).
+impl RecvHandler for Connection {
+    const BUF_SIZE: u32 = RECV_SIZE;
+
+    fn receives_ready(&self) -> bool {
+        self.recv.notified(self.xprt())
+    }
+
+    /// The counterpart of C's svc_rdma_wc_receive().
+    fn received(&self, slot: RecvSlot) {
+        if self.recv.completed() {
+            count(&self.stats.c.recv_starved, 1);
+        }
+        if let Some(slot) = reads_at_once(self, slot) {
+            if self.recv.push(self.xprt(), slot).is_err() {
+                self.close_deferred();
+            }
+        }
+    }
+
+    fn receive_failed(&self, status: u32) {
+        self.receive_failed(status);
+    }
+}
+
+/// `xpo_recvfrom`: handles one received message on `conn` for the nfsd
+/// thread's request `rq`, or picks up a Call whose Reads completed.
+/// Returns the Call's length (0: nothing for nfsd). The counterpart of C's
+/// svc_rdma_recvfrom().
 pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
     rq.reset_reply_pages();
-    // Counted before other threads are let in (`Connection::recv_cap`).
-    let _in_recv = conn.enter_recv();
+    // Counted before other threads are let in (`RecvQueue::room_for_a_thread`).
+    let _in_recv = conn.recv.enter(conn.xprt());
+    let live = conn.live();
     // The receive completions this thread was woken for, if nobody else
     // handles them.
-    conn.poll_receives();
-    let next = conn.next_work();
+    if let Some(live) = live {
+        conn.recv.poll(&live.res.ep);
+    }
+    let next = conn.recv.next(conn.xprt());
     // Let other threads receive on this transport while we work.
     conn.xprt().received();
-    let slot = match next {
-        None => return 0,
-        Some(Work::ReadsDone(ctxt)) => return finish_reads(conn, rq, ctxt),
-        Some(Work::Received(slot)) => slot,
-    };
-    if conn.res().is_none() {
-        return 0;
+    match next {
+        None => 0,
+        Some(Work::ReadsDone(ctxt)) => finish_reads(conn, rq, ctxt),
+        Some(Work::Received(slot)) => live.map_or(0, |live| take_call(live, rq, slot)),
     }
-    let Some(mut ctxt) = conn.ctxt_get(false) else {
-        answer_busy(conn, slot);
+}
+
+/// Makes the Call of the message of `slot` for the nfsd thread's request
+/// `rq` ([`receive`]); the buffer is given back before the Call goes to
+/// nfsd, or its Reads or an answer are posted. Returns the Call's length
+/// (0: none for nfsd now).
+fn take_call(live: Live<'_>, rq: &mut Rq<'_>, slot: RecvSlot) -> usize {
+    let Some(mut ctxt) = live.ctxt_get(false) else {
+        answer_busy(live, slot);
         return 0;
     };
-    let got = receive(conn, rq, &mut ctxt, slot);
+    let Some(msg) = live.res.ep.message(&slot) else {
+        repost(live, slot);
+        live.ctxt_put(ctxt);
+        return 0;
+    };
+    let got = receive(live, &mut Origin::Thread(rq), &mut ctxt, msg);
+    repost(live, slot);
     match got {
-        Ok(Next::Call(len)) => {
-            count(&conn.stats.c.calls, 1);
-            // The request holds it until `xpo_release_ctxt`, or the Reply.
-            rq.set_ctxt(ctxt);
-            len
-        }
+        Ok(Next::Call(shape)) => match finish_call(&live, rq, shape) {
+            Ok(len) => hand_over(&live, rq, ctxt, len),
+            Err(_) => {
+                live.ctxt_put(ctxt);
+                0
+            }
+        },
         // The context goes with the Reads, with the Call's pages; their
         // last completion queues the Call, and the next thread in here
-        // picks it up (`finish_reads`). A failed post closes the
-        // connection (`post_reads`).
-        Ok(Next::Reads) => {
-            let _ = post_reads(conn, ctxt);
+        // picks it up (`finish_reads`). A refused post closes the
+        // connection.
+        Ok(Next::Reads(_)) => {
+            post_reads(live, ctxt, Slots::Wait);
             0
         }
         // The context goes with the answer, as with a Reply: its completion
         // gives it back, and this thread takes the next message at once. A
-        // failed post closes the connection (`post_reply`), a failed
-        // completion too (its status).
+        // refused post closes the connection, a failed completion too (its
+        // status).
         Err(NoCall::Answer) => {
-            let _ = post_reply(conn, ctxt);
+            post_reply(live, ctxt);
             0
         }
-        Err(NoCall::Dropped) => {
-            conn.ctxt_put(ctxt);
+        Err(e) => {
+            e.close(live);
+            live.ctxt_put(ctxt);
             0
         }
     }
+}
+
+/// Starts the Call of `slot` from its receive completion if it is a valid
+/// Call with Read chunks and what its Reads need is at hand now (see
+/// [`Origin::Completion`]). Then its inline part is copied into pages of
+/// its own, the buffer reposted, and the Reads posted; their completion
+/// queues the Call for nfsd (`rw::reads_finished`). Otherwise, or for any
+/// other message, the slot comes back untouched, for nfsd to handle as
+/// always (it answers what this does not take, and waits where this may
+/// not).
+fn reads_at_once(conn: &Connection, slot: RecvSlot) -> Option<RecvSlot> {
+    if !conn.recv.directly(conn.xprt()) {
+        return Some(slot);
+    }
+    let (Some(live), Some(capacity)) = (conn.live(), conn.recv.arg_capacity()) else {
+        return Some(slot);
+    };
+    let Some(msg) = live.res.ep.message(&slot) else {
+        return Some(slot);
+    };
+    if !has_read_list(msg) {
+        return Some(slot);
+    }
+    let Some(mut ctxt) = live.ctxt_get(false) else {
+        return Some(slot);
+    };
+    let got = receive(live, &mut Origin::Completion(capacity), &mut ctxt, msg);
+    if let Err(NoCall::Later) = got {
+        live.ctxt_put(ctxt);
+        return Some(slot);
+    }
+    // The Reads are built from the segments in the received message, then
+    // the buffer goes back.
+    repost(live, slot);
+    match got {
+        // A refused post closes the connection and hands the context to
+        // `rw::reads_finished`.
+        Ok(Next::Reads(Some(wrs))) => {
+            post_reads(live, ctxt, Slots::Held(wrs));
+        }
+        Err(e) => {
+            e.close(live);
+            live.ctxt_put(ctxt);
+        }
+        // Cannot happen: from a completion, a Call has Reads (with their
+        // slots) or is left to a thread.
+        Ok(_) => {
+            kernel::warn_on!(true);
+            live.ctxt_put(ctxt);
+        }
+    }
+    None
+}
+
+/// Where a Call is made ([`receive`]), and so what it may wait for.
+enum Origin<'r, 'a> {
+    /// An nfsd thread in `xpo_recvfrom`: the Call goes into its request's
+    /// argument pages, and it may wait for MRs (and its Reads' post for
+    /// send-queue slots).
+    Thread(&'r mut Rq<'a>),
+    /// The message's receive completion, nfsd's argument buffers being of
+    /// this many bytes. Nothing may sleep there: a completion handler does
+    /// not wait for memory, slots or MRs (nfsd threads do). Only a Call
+    /// with Read chunks is taken, into pages allocated for it, and only if
+    /// the send-queue slots and MRs its Reads take are free now, with
+    /// nobody waiting for them; anything else is left to a thread.
+    Completion(u32),
+}
+
+/// What a received message gave.
+enum Next {
+    /// A Call, assembled in the request's pages as this says.
+    Call(ArgShape),
+    /// A Call whose Read chain is built in the context, to post (with the
+    /// send-queue slots taken for it, from a completion).
+    Reads(Option<u32>),
+}
+
+/// Why a received message gave no Call.
+enum NoCall {
+    /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
+    Answer,
+    /// Nothing to send back: dropped, handled, or the connection is closing.
+    Dropped,
+    /// The client sent RDMA_ERROR: the connection closes.
+    Close,
+    /// The Call's Reads could not be made ready: the connection closes.
+    Failed(Error),
+    /// Left to an nfsd thread (from a completion only).
+    Later,
+}
+
+/// Why a Call's Reads are not ready ([`ready_reads`]).
+enum NotReady {
+    /// What they need is not at hand now (from a completion only).
+    Later,
+    /// They cannot be built: the connection closes.
+    Failed(Error),
+}
+
+impl From<NotReady> for NoCall {
+    fn from(n: NotReady) -> Self {
+        match n {
+            NotReady::Later => NoCall::Later,
+            NotReady::Failed(e) => NoCall::Failed(e),
+        }
+    }
+}
+
+impl NoCall {
+    /// Closes the connection if this says to, once the message's buffer
+    /// went back.
+    fn close(self, live: Live<'_>) {
+        match self {
+            NoCall::Close => live.close(),
+            NoCall::Failed(e) => rw::prepare_failed(live, e),
+            NoCall::Answer | NoCall::Dropped | NoCall::Later => {}
+        }
+    }
+}
+
+impl Origin<'_, '_> {
+    /// What a message this origin cannot go on with becomes: a thread
+    /// drops it, a completion leaves it to a thread.
+    fn gives_up(&self) -> NoCall {
+        match self {
+            Origin::Thread(_) => NoCall::Dropped,
+            Origin::Completion(_) => NoCall::Later,
+        }
+    }
+}
+
+/// Decodes the received message `msg` and makes its Call in `ctxt`: the
+/// one place a Call is assembled, for an nfsd thread or from the
+/// message's receive completion (`origin`). A bad header is answered (the
+/// answer built in `ctxt`) by a thread, left to one by a completion. The
+/// caller gives the buffer back (unless [`NoCall::Later`]), then posts or
+/// closes as the result says. The counterpart of C's
+/// svc_rdma_xdr_decode_req() with svc_rdma_build_arg_xdr() and
+/// svc_rdma_process_read_list().
+fn receive(
+    live: Live<'_>,
+    origin: &mut Origin<'_, '_>,
+    ctxt: &mut CallCtxt,
+    msg: &[u8],
+) -> core::result::Result<Next, NoCall> {
+    let capacity = match origin {
+        Origin::Thread(rq) => {
+            count(&live.stats.c.bytes_recv_inline, msg.len() as u64);
+            let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
+            live.recv.learn_arg_capacity(capacity);
+            capacity
+        }
+        Origin::Completion(capacity) => *capacity,
+    };
+    // Read in place, never moved (it is large).
+    let planned = plan(&live.budget(), msg, capacity, &mut ctxt.steps);
+    let plan = match (&planned, &*origin) {
+        (Ok(p), Origin::Completion(_)) if p.nchunks == 0 => return Err(NoCall::Later),
+        (Ok(p), _) => p,
+        (Err(_), Origin::Completion(_)) => return Err(NoCall::Later),
+        (Err(u), Origin::Thread(_)) => return Err(unplanned(live, ctxt, u)),
+    };
+    // Keep the header for the Reply.
+    if ctxt.hdr.keep(msg, &plan.header).is_err() {
+        return Err(origin.gives_up());
+    }
+    match origin {
+        // The inline part goes into the request's pages (the buffer can
+        // go back then); without Read chunks that is the whole Call.
+        Origin::Thread(rq) => {
+            let assembled = plan.assemble(&ctxt.steps, |at, fill| match fill {
+                Fill::Bytes(b) => rq.arg_write(at, b),
+                Fill::Zeros(n) => rq.arg_zero(at, n),
+            });
+            if assembled.is_err() {
+                return Err(NoCall::Dropped);
+            }
+            if plan.nchunks == 0 {
+                return Ok(Next::Call(plan.shape));
+            }
+        }
+        Origin::Completion(_) => {}
+    }
+    // The Reads are built from the segments in the received message (each
+    // request takes what it needs of them).
+    ready_reads(live, origin, ctxt, plan, msg.len())
+        .map(Next::Reads)
+        .map_err(NoCall::from)
+}
+
+/// Makes ready the RDMA Reads of the Call `plan` lays out, whose header
+/// `ctxt` keeps (its message `inline` bytes): the Call's argument pages go
+/// into the context, with the MRs its Reads take, and its Read chain is
+/// built. A thread's request gives the pages, the inline part in them
+/// already, and the thread waits for MRs if it must. From a completion
+/// the pages are allocated and the inline part copied into them, and the
+/// send-queue slots the chain takes are taken too (returned). On failure
+/// the context holds no MRs that are not retired, and no pages of the
+/// request.
+fn ready_reads(
+    live: Live<'_>,
+    origin: &mut Origin<'_, '_>,
+    ctxt: &mut CallCtxt,
+    plan: &Plan<'_>,
+    inline: usize,
+) -> core::result::Result<Option<u32>, NotReady> {
+    let Origin::Thread(rq) = origin else {
+        return ready_reads_now(live, ctxt, plan, inline);
+    };
+    let chunks = plan.read_chunks();
+    // The pages the Reads fill go with the context, before anything maps
+    // them; the Call is picked up, in them, by whichever thread comes next.
+    ctxt.args
+        .take_args(rq, plan.pages())
+        .map_err(NotReady::Failed)?;
+    let need = live.res.sink.mrs_needed(&chunks);
+    let built = rw::take_mrs(live, ctxt, need, true)
+        .and_then(|()| rw::build_read_chain(live, ctxt, &chunks, plan.shape));
+    if let Err(e) = built {
+        // Not read into: they go back where they were taken from (left
+        // with the context if an MR still maps them, which cannot be).
+        let _ = ctxt.args.give_back_args(rq);
+        return Err(NotReady::Failed(e));
+    }
+    Ok(None)
+}
+
+/// [`ready_reads`] from a receive completion: nothing waits, and what is
+/// not at hand now leaves the Call to a thread ([`NotReady::Later`]).
+fn ready_reads_now(
+    live: Live<'_>,
+    ctxt: &mut CallCtxt,
+    plan: &Plan<'_>,
+    inline: usize,
+) -> core::result::Result<Option<u32>, NotReady> {
+    let nowait = GFP_NOWAIT | __GFP_NOWARN;
+    let wrs = u32::try_from(plan.cost.wrs).map_err(|_| NotReady::Later)?;
+    if ctxt.args.alloc_args(plan.pages(), nowait).is_err() || !live.sq_try_reserve(wrs) {
+        return Err(NotReady::Later);
+    }
+    let mrs = plan.cost.mrs;
+    if rw::take_mrs(live, ctxt, mrs, false).is_err() {
+        live.sq_release(wrs);
+        return Err(NotReady::Later);
+    }
+    // The Call is this completion's from here on: what fails now closes
+    // the connection, as it would in an nfsd thread.
+    count(&live.stats.c.bytes_recv_inline, inline as u64);
+    let c = &mut *ctxt;
+    let assembled = plan.assemble(&c.steps, |at, fill| match fill {
+        Fill::Bytes(b) => c.args.write_args(at, b),
+        Fill::Zeros(n) => c.args.zero_args(at, n),
+    });
+    let chunks = plan.read_chunks();
+    let built = assembled.and_then(|()| {
+        if live.res.sink.mrs_needed(&chunks) != mrs {
+            // The budget's count and the chain's differ: cannot happen.
+            return Err(EINVAL);
+        }
+        rw::build_read_chain(live, ctxt, &chunks, plan.shape)
+    });
+    if let Err(e) = built {
+        live.sq_release(wrs);
+        // Taken but not registered (the chain was never built): they go
+        // back as they came.
+        rw::give_back_mrs(live, ctxt);
+        return Err(NotReady::Failed(e));
+    }
+    Ok(Some(wrs))
 }
 
 /// Answers the message of `slot`, which arrived while every context for Calls
@@ -98,38 +419,36 @@ pub(super) fn recvfrom(conn: &Connection, rq: &mut Rq<'_>) -> usize {
 /// context kept for this, rather than silence that an NFSv4 client would
 /// wait on until it reconnects. Only if that context is busy too (another
 /// such answer is in flight) is the message dropped.
-fn answer_busy(conn: &Connection, slot: RecvSlot) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let err = res
+fn answer_busy(live: Live<'_>, slot: RecvSlot) {
+    let err = live
+        .res
         .ep
         .message(&slot)
         .and_then(|m| answer_when_busy(m, &LIMITS));
-    repost(conn, slot);
+    repost(live, slot);
     let Some(err) = err else {
         pr_warn_ratelimited!(
             "connection {}: more Calls in progress than contexts, dropping a message that gets no answer\n",
-            conn.id
+            live.id
         );
         return;
     };
-    let Some(mut ctxt) = conn.ctxt_get(true) else {
+    let Some(mut ctxt) = live.ctxt_get(true) else {
         pr_warn_ratelimited!(
             "connection {}: more Calls in progress than contexts, dropping one\n",
-            conn.id
+            live.id
         );
         return;
     };
     pr_warn_ratelimited!(
         "connection {}: more Calls in progress than contexts, answered with RDMA_ERROR\n",
-        conn.id
+        live.id
     );
-    match sendto::build_error(conn, &mut ctxt, &err) {
+    match sendto::build_error(live, &mut ctxt, &err) {
         Ok(true) => {
-            let _ = post_reply(conn, ctxt);
+            post_reply(live, ctxt);
         }
-        _ => conn.ctxt_put(ctxt),
+        _ => live.ctxt_put(ctxt),
     }
 }
 
@@ -141,11 +460,7 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
         return 0;
     }
     match finish_call(conn, rq, ctxt.call_shape) {
-        Ok(len) => {
-            count(&conn.stats.c.calls, 1);
-            rq.set_ctxt(ctxt);
-            len
-        }
+        Ok(len) => hand_over(conn, rq, ctxt, len),
         Err(_) => {
             conn.ctxt_put(ctxt);
             0
@@ -153,13 +468,17 @@ fn finish_reads(conn: &Connection, rq: &mut Rq<'_>, mut ctxt: KBox<CallCtxt>) ->
     }
 }
 
+/// Hands nfsd the Call of `len` bytes in `rq`: the request holds its
+/// context until `xpo_release_ctxt`, or the Reply.
+fn hand_over(conn: &Connection, rq: &mut Rq<'_>, ctxt: KBox<CallCtxt>, len: usize) -> usize {
+    count(&conn.stats.c.calls, 1);
+    rq.set_ctxt(ctxt);
+    len
+}
+
 /// Declares the Call laid out in `rq`'s argument pages as `shape` says
 /// assembled, after checking it is an RPC Call. Returns its length.
-fn finish_call(
-    conn: &Connection,
-    rq: &mut Rq<'_>,
-    shape: ArgShape,
-) -> core::result::Result<usize, NoCall> {
+fn finish_call(conn: &Connection, rq: &mut Rq<'_>, shape: ArgShape) -> Result<usize> {
     rq.set_arg_shape(shape)?;
     // RPC direction (word 1): 0 is a Call. A Reply would be for a
     // backchannel, which this transport offers only when built with it
@@ -169,37 +488,15 @@ fn finish_call(
             "connection {}: dropping a message that is not an RPC Call\n",
             conn.id
         );
-        return Err(NoCall::Dropped);
+        return Err(EINVAL);
     }
     rq.complete_receive(conn.xprt());
     Ok(shape.len() as usize)
 }
 
-/// What a received message gave.
-enum Next {
-    /// A Call of this length, assembled.
-    Call(usize),
-    /// A Call whose RDMA Reads are prepared in the context, to post.
-    Reads,
-}
-
-/// Why a received message gave nfsd no Call.
-enum NoCall {
-    /// The context holds an RDMA_ERROR answer to post (`sendto::build_error`).
-    Answer,
-    /// Nothing to send back: dropped, handled, or the connection is closing.
-    Dropped,
-}
-
-impl From<Error> for NoCall {
-    fn from(_: Error) -> Self {
-        NoCall::Dropped
-    }
-}
-
 /// Builds the RDMA_ERROR answering `err` in `ctxt`, if there is one.
-fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
-    match sendto::build_error(conn, ctxt, err) {
+fn answer(live: Live<'_>, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
+    match sendto::build_error(live, ctxt, err) {
         Ok(true) => NoCall::Answer,
         _ => NoCall::Dropped,
     }
@@ -207,283 +504,31 @@ fn answer(conn: &Connection, ctxt: &mut CallCtxt, err: &DecodeError) -> NoCall {
 
 /// Gives the buffer of `slot` back (its message is no longer needed), to
 /// be posted again with a batch of others; closes the connection if
-/// posting fails.
-pub(super) fn repost(conn: &Connection, slot: RecvSlot) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    if conn
-        .recv_released(slot, |batch| res.ep.repost(batch.into_iter().flatten()))
+/// posting fails. The counterpart of C's svc_rdma_recv_ctxt_put() with
+/// svc_rdma_refresh_recvs().
+fn repost(live: Live<'_>, slot: RecvSlot) {
+    let ep = &live.res.ep;
+    if live
+        .recv
+        .release(slot, |batch| ep.repost(batch.into_iter().flatten()))
         .is_err()
     {
-        conn.close();
+        live.close();
     }
 }
 
-/// Steps of a Call's assembly, at most ([`call_layout`]).
-pub(super) const MAX_STEPS: usize = 3 * MAX_READ_CHUNKS + 1;
-
-/// Storage for a Call's assembly steps ([`plan`] fills it; the caller
-/// keeps it, so the steps outlive the receive buffer the plan reads).
-pub(super) type Steps = [Place; MAX_STEPS];
-
-/// An empty [`Steps`].
-pub(super) const NO_STEPS: Steps = [Place::Zero { dst: 0, len: 0 }; MAX_STEPS];
-
-/// A Call's transport header, decoded and checked against the connection,
-/// and where its bytes go in the argument buffer ([`plan`]: the first
-/// `nsteps` of the caller's [`Steps`]).
-pub(super) struct Plan<'m> {
-    /// The header, over the received message.
-    pub(super) header: Header<'m>,
-    /// The RPC message's inline bytes (after the transport header).
-    body: &'m [u8],
-    /// Steps of the assembly, in the caller's storage.
-    pub(super) nsteps: usize,
-    /// Where the Call's bytes lie once assembled.
-    pub(super) shape: ArgShape,
-    /// Read chunks the Call has.
-    pub(super) nchunks: usize,
-    /// What its RDMA Reads take of the connection's MRs and send queue.
-    pub(super) cost: Cost,
-    /// Per Read chunk the steps place, in their order: which entries of
-    /// the Read list are its segments, and where it goes in the argument
-    /// buffer ([`Plan::read_chunks`]).
-    work: [ChunkWork; MAX_READ_CHUNKS],
-    nwork: usize,
-}
-
-/// One Read chunk of a Call: its segments, entries `first..first + n` of
-/// the Read list, and its destination offset in the argument buffer.
-/// (Indices, not views, keep a [`Plan`] small: it is returned and read in
-/// place, never copied whole.)
-#[derive(Clone, Copy, Default)]
-struct ChunkWork {
-    first: u16,
-    n: u16,
-    dst: u32,
-}
-
-/// Per Read chunk of a Call, in the order its assembly places them: the
-/// chunk's segments and its destination offset in the argument buffer.
-pub(super) type ReadWork<'m> = [Option<(ReadList<'m>, usize)>; MAX_READ_CHUNKS];
-
-impl<'m> Plan<'m> {
-    /// The Call's Read chunks with their destinations ([`ReadWork`]).
-    pub(super) fn read_chunks(&self) -> ReadWork<'m> {
-        let mut out: ReadWork<'m> = [None; MAX_READ_CHUNKS];
-        for (slot, w) in out.iter_mut().zip(&self.work[..self.nwork]) {
-            *slot = self
-                .header
-                .reads
-                .sub(usize::from(w.first), usize::from(w.n))
-                .map(|segs| (segs, w.dst as usize));
-        }
-        out
-    }
-}
-
-/// Why a received message has no [`Plan`].
-pub(super) enum Unplanned<'m> {
-    /// The transport header did not decode (or was the peer's RDMA_ERROR).
-    Decode(DecodeError),
-    /// A backward-direction Reply for the backchannel: its header and RPC
-    /// message.
-    #[cfg(svcrdma_rs_backchannel)]
-    BackwardReply(Header<'m>, &'m [u8]),
-    /// Without the backchannel no variant borrows the message: this one,
-    /// which cannot be made, keeps the lifetime the same in both builds.
-    #[cfg(not(svcrdma_rs_backchannel))]
-    #[allow(dead_code)]
-    Never(
-        core::convert::Infallible,
-        core::marker::PhantomData<&'m [u8]>,
-    ),
-    /// The Call's chunks cannot be placed in the argument buffer, or need
-    /// more of the connection than it has: `(needed, there)` of what ran
-    /// out, or `(0, 0)`.
-    Reject {
-        xid: u32,
-        why: &'static str,
-        counts: (usize, usize),
-    },
-}
-
-/// Decodes and checks the received message `msg` of `conn` for an argument
-/// buffer of `capacity` bytes, and lays the Call out in it, its steps in
-/// `steps`. Pure: nothing is copied, posted or answered.
-// The large error (a decoded header) lives on the stack once per message
-// and is consumed by the caller at once; boxing it would allocate per
-// backward Reply.
-#[allow(clippy::result_large_err)]
-pub(super) fn plan<'m>(
-    conn: &Connection,
-    msg: &'m [u8],
-    capacity: u32,
-    steps: &mut Steps,
-) -> core::result::Result<Plan<'m>, Unplanned<'m>> {
-    let header = decode(msg, &LIMITS).map_err(Unplanned::Decode)?;
-    let xid = header.xid;
-    let hdr_len = header.hdr_len.min(msg.len());
-    let body = if header.proc_ == Proc::NoMsg {
-        &[][..]
-    } else {
-        msg.get(hdr_len..).unwrap_or(&[])
-    };
-    // A backward Reply goes to the backchannel's waiting Call, not to nfsd.
-    #[cfg(svcrdma_rs_backchannel)]
-    if crate::proto::rpcrdma::backward::is_reply(&header, body) {
-        return Err(Unplanned::BackwardReply(header, body));
-    }
-    let reject = |why: &'static str, counts| Unplanned::Reject { xid, why, counts };
-    // Where each Read chunk goes, and which Read list entries are its
-    // segments (parsed once, here).
-    let mut chunks = [ReadChunkRef {
-        position: 0,
-        length: 0,
-    }; MAX_READ_CHUNKS];
-    let mut entries = [(0u16, 0u16); MAX_READ_CHUNKS];
-    let mut nchunks = 0usize;
-    let mut seen = 0usize;
-    for c in header.reads.chunks() {
-        let (Some(slot), Some(at)) = (chunks.get_mut(nchunks), entries.get_mut(nchunks)) else {
-            return Err(reject("too many read chunks", (0, 0)));
-        };
-        *slot = ReadChunkRef {
-            position: c.position,
-            length: c.total,
-        };
-        // Within the decoder's limit of Read segments (`LIMITS`).
-        let (Ok(first), Ok(n)) = (u16::try_from(seen), u16::try_from(c.segments.len())) else {
-            return Err(reject("too many read segments", (0, 0)));
-        };
-        *at = (first, n);
-        seen += c.segments.len();
-        nchunks += 1;
-    }
-    // A data item gets pages of its own, past the RPC header, except in a
-    // NULL Call (`split_floor`).
-    let split = split_floor(body).map(|min_position| Split {
-        page_size: PAGE_SIZE as u32,
-        min_position,
-    });
-    let layout = call_layout(
-        u32::try_from(body.len()).unwrap_or(u32::MAX),
-        &chunks[..nchunks],
-        capacity,
-        split,
-        steps,
-    )
-    .map_err(|e| reject(e.as_str(), (0, 0)))?;
-    let nsteps = layout.steps;
-    // A Call whose Reads need more MRs or send-queue slots than the
-    // connection has could never be served: it is answered, not waited on.
-    let mut work = [ChunkWork::default(); MAX_READ_CHUNKS];
-    let mut nwork = 0usize;
-    if nchunks > 0 {
-        for step in &steps[..nsteps] {
-            if let Place::Chunk { chunk, dst, .. } = *step {
-                if let (Some(&(first, n)), Some(w)) = (entries.get(chunk), work.get_mut(nwork)) {
-                    *w = ChunkWork { first, n, dst };
-                    nwork += 1;
-                }
-            }
-        }
-    }
-    let mut cost = Cost::default();
-    if nwork > 0 {
-        if let Some(budget) = rw::budget(conn) {
-            for w in &work[..nwork] {
-                let segs = header
-                    .reads
-                    .sub(usize::from(w.first), usize::from(w.n))
-                    .ok_or_else(|| reject("read chunk outside the read list", (0, 0)))?;
-                let lens = segs.iter().map(|s| s.length as usize);
-                cost = cost.plus(budget.read_cost(w.dst as usize, lens));
-            }
-            budget
-                .check(cost)
-                .map_err(|over| reject(over.as_str(), over.counts()))?;
-        }
-    }
-    Ok(Plan {
-        header,
-        body,
-        nsteps,
-        shape: layout.shape,
-        nchunks,
-        cost,
-        work,
-        nwork,
-    })
-}
-
-/// One piece of a Call's assembly ([`Plan::assemble`]).
-pub(super) enum Fill<'a> {
-    /// Inline bytes to copy.
-    Bytes(&'a [u8]),
-    /// This many zero bytes (an XDR roundup).
-    Zeros(usize),
-}
-
-impl Plan<'_> {
-    /// Puts the Call's inline bytes and roundups where the plan's `steps`
-    /// say: `put(offset, fill)` into the argument buffer, in order.
-    pub(super) fn assemble(
-        &self,
-        steps: &[Place],
-        mut put: impl FnMut(usize, Fill<'_>) -> Result,
-    ) -> Result {
-        for step in steps.iter().take(self.nsteps) {
-            match *step {
-                Place::Inline { src, dst, len } => {
-                    let (s, l) = (src as usize, len as usize);
-                    put(
-                        dst as usize,
-                        Fill::Bytes(self.body.get(s..s + l).ok_or(EINVAL)?),
-                    )?;
-                }
-                Place::Zero { dst, len } => put(dst as usize, Fill::Zeros(len as usize))?,
-                Place::Chunk { .. } => {}
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Decodes the message of `slot`, answers or assembles it. The buffer is
-/// reposted before any RDMA Read. `Err` means no Call for nfsd.
-fn receive(
-    conn: &Connection,
-    rq: &mut Rq<'_>,
-    ctxt: &mut CallCtxt,
-    slot: RecvSlot,
-) -> core::result::Result<Next, NoCall> {
-    let Some(res) = conn.res() else {
-        // Not reposted, as before: the connection has no resources yet.
-        return Err(NoCall::Dropped);
-    };
-    let Some(msg) = res.ep.message(&slot) else {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    };
-    count(&conn.stats.c.bytes_recv_inline, msg.len() as u64);
-    let capacity = u32::try_from(rq.arg_capacity()).unwrap_or(u32::MAX);
-    conn.learn_arg_capacity(capacity);
-    // Read in place, never moved (it is large).
-    let planned = plan(conn, msg, capacity, &mut ctxt.steps);
-    let plan = match &planned {
-        Ok(p) => p,
-        Err(Unplanned::Decode(e)) => {
-            let e = *e;
+/// What a thread does with a message that has no [`Plan`] (`u`): a bad
+/// header is answered (in `ctxt`), a peer's RDMA_ERROR closes the
+/// connection, a backward Reply goes to the backchannel.
+fn unplanned(live: Live<'_>, ctxt: &mut CallCtxt, u: &Unplanned<'_>) -> NoCall {
+    match u {
+        &Unplanned::Decode(e) => {
             if let DecodeError::PeerError { .. } = e {
                 pr_warn_ratelimited!(
                     "connection {}: the client sent RDMA_ERROR, closing\n",
-                    conn.id
+                    live.id
                 );
-                repost(conn, slot);
-                conn.close();
-                return Err(NoCall::Dropped);
+                return NoCall::Close;
             }
             // A message too short for an XID and a version gets no answer.
             let outcome = if e.xid().is_some() {
@@ -493,78 +538,44 @@ fn receive(
             };
             pr_warn_ratelimited!(
                 "connection {}: bad transport header ({}), {}\n",
-                conn.id,
+                live.id,
                 e.as_str(),
                 outcome
             );
-            crate::trace::decode_err(conn.id, e.xid().unwrap_or(0), e.as_str());
-            repost(conn, slot);
-            return Err(answer(conn, ctxt, &e));
+            crate::trace::decode_err(live.id, e.xid().unwrap_or(0), e.as_str());
+            answer(live, ctxt, &e)
         }
         #[cfg(svcrdma_rs_backchannel)]
-        Err(Unplanned::BackwardReply(header, body)) => {
-            super::backchannel::receive_reply(conn, header, body);
-            repost(conn, slot);
-            return Err(NoCall::Dropped);
+        Unplanned::BackwardReply(header, body) => {
+            super::backchannel::receive_reply(&live, header, body);
+            NoCall::Dropped
         }
         #[cfg(not(svcrdma_rs_backchannel))]
-        Err(Unplanned::Never(never, _)) => match *never {},
-        &Err(Unplanned::Reject { xid, why, counts }) => {
-            return reject(conn, ctxt, xid, why, counts, slot)
-        }
-    };
-
-    // Keep the header for the Reply, copy the inline part, free the buffer.
-    if ctxt.hdr.keep(msg, &plan.header).is_err() {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
+        Unplanned::Never(never, _) => match *never {},
+        &Unplanned::Reject { xid, why, counts } => reject(live, ctxt, xid, why, counts),
     }
-    let assembled = plan.assemble(&ctxt.steps, |at, fill| match fill {
-        Fill::Bytes(b) => rq.arg_write(at, b),
-        Fill::Zeros(n) => rq.arg_zero(at, n),
-    });
-    if assembled.is_err() {
-        repost(conn, slot);
-        return Err(NoCall::Dropped);
-    }
-    let shape = plan.shape;
-    if plan.nchunks == 0 {
-        repost(conn, slot);
-        return finish_call(conn, rq, shape).map(Next::Call);
-    }
-    // The Reads are built from the segments in the received message (each
-    // request takes what it needs of them), then the buffer goes back.
-    let prepared = rw::prepare_reads(conn, rq, ctxt, &plan.read_chunks(), shape);
-    repost(conn, slot);
-    if let Err(e) = prepared {
-        rw::prepare_failed(conn, e);
-        return Err(NoCall::Dropped);
-    }
-    Ok(Next::Reads)
 }
 
 /// Answers a Call whose chunks cannot be placed, or need more than the
 /// connection has, with ERR_CHUNK; `(need, have)` of what ran out, if
 /// something did (`(0, 0)`: nothing to count).
 fn reject(
-    conn: &Connection,
+    live: Live<'_>,
     ctxt: &mut CallCtxt,
     xid: u32,
     why: &str,
     (need, have): (usize, usize),
-    slot: RecvSlot,
-) -> core::result::Result<Next, NoCall> {
-    repost(conn, slot);
+) -> NoCall {
     if need == 0 {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}), answered with RDMA_ERROR\n",
-            conn.id,
+            live.id,
             why
         );
     } else {
         pr_warn_ratelimited!(
             "connection {}: cannot serve the Call's read chunks ({}: {} needed, {} there), answered with RDMA_ERROR\n",
-            conn.id,
+            live.id,
             why,
             need,
             have
@@ -574,5 +585,5 @@ fn reject(
         xid,
         reason: ChunkError::OverResources,
     };
-    Err(answer(conn, ctxt, &e))
+    answer(live, ctxt, &e)
 }

@@ -17,21 +17,18 @@
 //! nfsd's reply pages: the adapter only reads local memory, so the PD's
 //! local key serves every model.
 
-use kernel::prelude::*;
-
-use kernel::sync::atomic::ordering::Acquire;
+use kernel::{prelude::*, sync::atomic::ordering::Acquire};
 
 use super::{
-    connection::Connection,
-    ctxt::{CallCtxt, Rq},
+    ctxt::CallCtxt,
+    live::Live,
+    sink::{frmr_piece, Sink, MAX_SGE},
 };
 use crate::{
     log::{pr_info_ratelimited, pr_warn_ratelimited},
     pages::MappedPages,
     proto::{
-        budget::{self, Budget, ReadSink},
         layout::ArgShape,
-        memreg::Model,
         rpcrdma::chunk::{ReadList, Segment},
     },
     rdma::{
@@ -39,290 +36,209 @@ use crate::{
         wc_status,
         wr::{Chain, Sge},
     },
-    sunrpc::PAGE_SIZE,
 };
 
-/// SGEs of one work request, at most.
-const MAX_SGE: usize = crate::rdma::wr::MAX_WR_SGE;
-
-/// Bytes of the next FRMR piece of a sink at `at` with `left` bytes to go
-/// (the cut [`budget`]'s costs are computed by).
-fn frmr_piece(at: usize, left: usize, max_bytes: usize) -> usize {
-    budget::frmr_piece(at, left, max_bytes, PAGE_SIZE)
-}
-
-/// What one RPC can have of `conn`'s send queue and MR pool, and how its
-/// Read sinks are cut (`None` before accept built the resources).
-pub(super) fn budget(conn: &Connection) -> Option<Budget> {
-    let res = conn.res()?;
-    let sink = match (conn.info.model, res.frmrs.as_ref()) {
-        (Model::Frmr { read_with_inv, .. }, Some(pool)) => ReadSink::Frmr {
-            pages_per_mr: pool.pages_per_mr() as usize,
-            local_inv: !read_with_inv,
-        },
-        _ => ReadSink::Sge {
-            max_sge: (res.read_sge as usize).clamp(1, MAX_SGE),
-        },
-    };
-    Some(Budget {
-        page_size: PAGE_SIZE,
-        sink,
-        mrs: res.frmrs.as_ref().map_or(0, |f| f.len()),
-        sq_slots: conn.sq_slots() as usize,
-    })
-}
-
-/// Reads `chunk` (one Read chunk's segments, in order) from the client
-/// into the argument buffer at `dst`, adding the work to `ctxt`'s chain
-/// (FRMR registrations and Reads). The Call's pages must have been taken
-/// into `ctxt.args` already, and under FRMR the MRs too; `next_mr` is the
-/// first one not used yet.
-fn build_reads(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    chunk: ReadList<'_>,
-    mut dst: usize,
-    next_mr: &mut usize,
-) -> Result {
-    let res = conn.res().ok_or(ENOTCONN)?;
-    match conn.info.model {
-        Model::Frmr {
-            sink_remote_write,
-            read_with_inv,
-            ..
-        } => {
-            let pool = &res.frmrs.as_ref().ok_or(EINVAL)?.table;
-            let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
-            let mut allocated = pool.allocated();
-            for seg in chunk.iter() {
-                let mut done = 0usize;
-                let len = seg.length as usize;
-                while done < len {
-                    let at = dst + done;
-                    let n = frmr_piece(at, len - done, max_bytes);
-                    let k = *next_mr;
-                    *next_mr += 1;
-                    let mapped = ctxt.args.map_mr(pool, res.pd(), k, at, n);
-                    if pool.allocated() != allocated {
-                        allocated = pool.allocated();
-                        conn.frmr_changed();
-                    }
-                    let mapped = mapped?;
-                    mapped.register(&mut ctxt.chain, sink_remote_write)?;
-                    let sge = Sge {
-                        addr: mapped.iova,
-                        length: n as u32,
-                        lkey: mapped.lkey,
-                    };
-                    let inv = read_with_inv.then_some(mapped.lkey);
-                    ctxt.chain.read(
-                        seg.offset.wrapping_add(done as u64),
-                        seg.handle,
-                        &[sge],
-                        inv,
-                    )?;
-                    done += n;
-                }
-                dst += len;
-            }
-        }
-        Model::DmaMr { .. } | Model::DmaMrRemoteWrite => {
-            let key = match conn.info.model {
-                // Policy asked for the global rkey for this model only.
-                Model::DmaMrRemoteWrite => res.pd().global_rkey(),
-                _ => res.pd().local_dma_lkey(),
-            };
-            let max_sge = (res.read_sge as usize).clamp(1, MAX_SGE);
-            let CallCtxt { chain, args, .. } = ctxt;
-            for seg in chunk.iter() {
-                // Where the pending request starts in the segment, and its
-                // bytes so far; its SGEs go straight into the chain.
-                let mut wr_start = 0u64;
-                let mut wr_len = 0u64;
-                let mut placed = 0usize;
-                args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
-                    placed += len;
-                    chain.add_sge(Sge {
-                        addr,
-                        length: len as u32,
-                        lkey: key,
-                    })?;
-                    wr_len += len as u64;
-                    if chain.pending_sges() == max_sge {
-                        chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                        wr_start += wr_len;
-                        wr_len = 0;
-                    }
-                    Ok(())
-                })?;
-                if placed != seg.length as usize {
-                    return Err(EMSGSIZE);
-                }
-                if chain.pending_sges() > 0 {
-                    chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                }
-                dst += seg.length as usize;
-            }
-        }
+/// Takes the `n` FRMR pool entries a Call's Reads need into `ctxt`, all at
+/// once, so a thread never waits for MRs while holding some: with `wait`,
+/// in turn with other threads; without, only if they are free now.
+pub(super) fn take_mrs(live: Live<'_>, ctxt: &mut CallCtxt, n: usize, wait: bool) -> Result {
+    if n == 0 {
+        return Ok(());
     }
-    Ok(())
+    live.mrs_take(n, ctxt.args.mrs_mut()?, wait)
 }
 
-/// Prepares the RDMA Reads of every Read chunk of a Call into its argument
-/// buffer: `chunks` gives, per chunk, its segments and destination offset;
-/// the Call lies in its pages as `shape` says once they are in. The caller checked
-/// the Call against [`budget`]. On success `ctxt` holds the Read chain,
-/// the MRs and mappings it uses, and the Call's argument pages, taken from
-/// `rq` (for [`super::sq::post_reads`]); on failure the connection is
-/// closing, the Call's MRs are retired ([`retire_mrs`]) and its pages go
-/// back to `rq`.
-pub(super) fn prepare_reads(
-    conn: &Connection,
-    rq: &mut Rq<'_>,
+/// Gives back the FRMR pool entries `ctxt` took for Reads it never built
+/// (none is registered).
+pub(super) fn give_back_mrs(live: Live<'_>, ctxt: &mut CallCtxt) {
+    if ctxt.args.mrs().is_empty() {
+        return;
+    }
+    if let Ok(held) = ctxt.args.mrs_mut() {
+        live.mrs_give(held);
+    }
+}
+
+/// Builds in `ctxt` the RDMA Reads of every Read chunk of a Call into its
+/// argument buffer: `chunks` gives, per chunk, its segments and
+/// destination offset; the Call lies in its pages as `shape` says once
+/// they are in. The Call's pages must be in `ctxt.args` already, and under
+/// FRMR as many MRs as the sink says it needs (`Sink::mrs_needed`). The
+/// chain ends with the invalidations the MRs need. On failure the
+/// mappings are undone and the Call's MRs retired ([`retire_mrs`]); the
+/// pages stay with the context. The counterpart of C's
+/// svc_rdma_process_read_list() (the chain's part).
+pub(super) fn build_read_chain(
+    live: Live<'_>,
     ctxt: &mut CallCtxt,
     chunks: &[Option<(ReadList<'_>, usize)>],
     shape: ArgShape,
 ) -> Result {
     ctxt.chain.clear();
-    // The pages the Reads fill go with the context, before anything maps
-    // them; the Call is picked up, in them, by whichever thread comes next.
-    let extent = shape.extent(PAGE_SIZE as u32) as usize;
-    ctxt.args.take_args(rq, extent.div_ceil(PAGE_SIZE))?;
-    if let Err(e) = build_chain(conn, ctxt, chunks) {
+    let mut next_mr = 0usize;
+    let built = chunks
+        .iter()
+        .flatten()
+        .try_for_each(|&(chunk, dst)| match &live.res.sink {
+            Sink::Frmr { .. } => frmr_reads(live, ctxt, chunk, dst, &mut next_mr),
+            &Sink::Dma { key, max_sge } => dma_reads(ctxt, chunk, dst, key, max_sge),
+        })
+        .and_then(|()| add_invalidations(live, ctxt));
+    if let Err(e) = built {
         ctxt.args.unmap();
-        retire_mrs(conn, ctxt);
-        // Not read into: they go back where they were taken from (left
-        // with the context if an MR still maps them, which cannot be).
-        let _ = ctxt.args.give_back_args(rq);
+        retire_mrs(live, ctxt);
         return Err(e);
     }
     ctxt.call_shape = shape;
+    Ok(())
+}
+
+/// Reads `chunk` (one Read chunk's segments, in order) from the client
+/// into the argument buffer at `dst` under FRMR: each sink piece is
+/// registered in the next MR `ctxt` holds (`next_mr`), then read into.
+fn frmr_reads(
+    live: Live<'_>,
+    ctxt: &mut CallCtxt,
+    chunk: ReadList<'_>,
+    mut dst: usize,
+    next_mr: &mut usize,
+) -> Result {
+    let Sink::Frmr {
+        pool,
+        remote_write,
+        read_with_inv,
+    } = &live.res.sink
+    else {
+        return Err(EINVAL);
+    };
+    let mut allocated = pool.allocated();
+    for seg in chunk.iter() {
+        let mut done = 0usize;
+        let len = seg.length as usize;
+        while done < len {
+            let at = dst + done;
+            let n = frmr_piece(pool, at, len - done);
+            let k = *next_mr;
+            *next_mr += 1;
+            let mapped = ctxt.args.map_mr(&pool.table, live.res.pd(), k, at, n);
+            if pool.allocated() != allocated {
+                allocated = pool.allocated();
+                live.frmr_changed();
+            }
+            let mapped = mapped?;
+            mapped.register(&mut ctxt.chain, *remote_write)?;
+            let sge = Sge {
+                addr: mapped.iova,
+                length: n as u32,
+                lkey: mapped.lkey,
+            };
+            let inv = read_with_inv.then_some(mapped.lkey);
+            ctxt.chain.read(
+                seg.offset.wrapping_add(done as u64),
+                seg.handle,
+                &[sge],
+                inv,
+            )?;
+            done += n;
+        }
+        dst += len;
+    }
+    Ok(())
+}
+
+/// Reads `chunk` from the client into the argument buffer at `dst` under
+/// a DMA MR: the sink's pages mapped and addressed with `key`, `max_sge`
+/// of them per Read.
+fn dma_reads(
+    ctxt: &mut CallCtxt,
+    chunk: ReadList<'_>,
+    mut dst: usize,
+    key: u32,
+    max_sge: usize,
+) -> Result {
+    let CallCtxt { chain, args, .. } = ctxt;
+    for seg in chunk.iter() {
+        // Where the pending request starts in the segment, and its bytes
+        // so far; its SGEs go straight into the chain.
+        let mut wr_start = 0u64;
+        let mut wr_len = 0u64;
+        let mut placed = 0usize;
+        args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
+            placed += len;
+            chain.add_sge(Sge {
+                addr,
+                length: len as u32,
+                lkey: key,
+            })?;
+            wr_len += len as u64;
+            if chain.pending_sges() == max_sge {
+                chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+                wr_start += wr_len;
+                wr_len = 0;
+            }
+            Ok(())
+        })?;
+        if placed != seg.length as usize {
+            return Err(EMSGSIZE);
+        }
+        if chain.pending_sges() > 0 {
+            chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+        }
+        dst += seg.length as usize;
+    }
     Ok(())
 }
 
 /// The last completion of a Call's Read chain (or its failure to post):
 /// the sink pages are unmapped (synced for the CPU) and the MRs go back to
 /// the pool, here, so that MRs never wait for an nfsd thread; then the
-/// Call waits for one ([`Connection::read_done`]). A failed chain retires
-/// its MRs ([`retire_mrs`]) and closes the connection; the Call is dropped.
-/// Runs in the CQ's work item (process context) or in the posting thread.
-pub(super) fn reads_finished(conn: &Connection, mut ctxt: KBox<CallCtxt>) {
+/// Call waits for one ([`super::recv::RecvQueue::read_done`]). A failed
+/// chain retires its MRs ([`retire_mrs`]) and closes the connection; the
+/// Call is dropped. Runs in the CQ's work item (process context) or in the
+/// posting thread. The counterpart of C's svc_rdma_wc_read_done().
+pub(super) fn reads_finished(live: Live<'_>, mut ctxt: KBox<CallCtxt>) {
     ctxt.args.unmap();
     let status = ctxt.status.load(Acquire);
     if status == 0 {
-        release_mrs(conn, &mut ctxt);
-        conn.read_done(ctxt);
+        release_mrs(live, &mut ctxt);
+        live.read_done(ctxt);
         return;
     }
     if status != wc_status::FLUSHED {
         pr_warn_ratelimited!(
             "connection {}: RDMA Read of a Call failed (status {}), closing\n",
-            conn.id,
+            live.id,
             status
         );
     }
-    retire_mrs(conn, &mut ctxt);
-    conn.close();
-    conn.ctxt_put(ctxt);
+    retire_mrs(live, &mut ctxt);
+    live.close();
+    live.ctxt_put(ctxt);
 }
 
 /// A Call's Reads could not be built or posted (`e`): says so and closes
 /// the connection; the caller gives back what it holds.
-pub(super) fn prepare_failed(conn: &Connection, e: Error) {
+pub(super) fn prepare_failed(live: Live<'_>, e: Error) {
     pr_warn_ratelimited!(
         "connection {}: RDMA Read of a Call failed: error {}, closing\n",
-        conn.id,
+        live.id,
         e.to_errno()
     );
-    conn.close();
-}
-
-/// FRMR pool entries the Read chunks `chunks` need (0 without FRMR): one
-/// per sink piece.
-pub(super) fn mrs_needed(conn: &Connection, chunks: &[Option<(ReadList<'_>, usize)>]) -> usize {
-    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
-        return 0;
-    };
-    let max_bytes = pool.pages_per_mr() as usize * PAGE_SIZE;
-    let mut need = 0usize;
-    for &(chunk, mut dst) in chunks.iter().flatten() {
-        for seg in chunk.iter() {
-            let (mut done, len) = (0usize, seg.length as usize);
-            while done < len {
-                done += frmr_piece(dst + done, len - done, max_bytes);
-                need += 1;
-            }
-            dst += len;
-        }
-    }
-    need
-}
-
-/// Takes the Call's MRs (waiting in turn for them) and builds its Read
-/// chain.
-fn build_chain(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    chunks: &[Option<(ReadList<'_>, usize)>],
-) -> Result {
-    // Every MR the Call needs, taken at once: a thread never waits for
-    // MRs while holding some.
-    let need = mrs_needed(conn, chunks);
-    if need > 0 {
-        conn.mrs_take(need, ctxt.args.mrs_mut()?)?;
-    }
-    build_reads_with(conn, ctxt, chunks)
-}
-
-/// Builds the Read chain of `chunks` with the MRs `ctxt` holds already
-/// (as many as [`mrs_needed`] says, under FRMR).
-fn build_reads_with(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    chunks: &[Option<(ReadList<'_>, usize)>],
-) -> Result {
-    let mut next_mr = 0usize;
-    for &(chunk, dst) in chunks.iter().flatten() {
-        build_reads(conn, ctxt, chunk, dst, &mut next_mr)?;
-    }
-    add_invalidations(conn, ctxt)
-}
-
-/// Builds the Read chain of a Call whose sink pages `ctxt.args` holds and
-/// whose MRs (under FRMR) it holds too, as [`prepare_reads`] does with the
-/// pages of a request: for Reads posted from the Call's receive
-/// completion (`super::recv`). On failure the Call's MRs are retired and
-/// the mappings undone; the pages stay with the context.
-pub(super) fn prepare_reads_held(
-    conn: &Connection,
-    ctxt: &mut CallCtxt,
-    chunks: &[Option<(ReadList<'_>, usize)>],
-    shape: ArgShape,
-) -> Result {
-    ctxt.chain.clear();
-    if let Err(e) = build_reads_with(conn, ctxt, chunks) {
-        ctxt.args.unmap();
-        retire_mrs(conn, ctxt);
-        return Err(e);
-    }
-    ctxt.call_shape = shape;
-    Ok(())
+    live.close();
 }
 
 /// Ends the chain with the invalidation of every MR the Reads registered,
 /// unless the Reads invalidate them themselves (Read With Invalidate): one
 /// wait covers registration, Reads and invalidation.
-fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
-    let Some(pool) = conn.res().and_then(|r| r.frmrs.as_ref()) else {
+fn add_invalidations(live: Live<'_>, ctxt: &mut CallCtxt) -> Result {
+    let Sink::Frmr {
+        pool,
+        read_with_inv: false,
+        ..
+    } = &live.res.sink
+    else {
         return Ok(());
     };
-    if let Model::Frmr {
-        read_with_inv: true,
-        ..
-    } = conn.info.model
-    {
-        return Ok(());
-    }
     for lease in ctxt.args.mrs() {
         if let Some(key) = pool.table.lkey(lease) {
             ctxt.chain.local_inv(key)?;
@@ -355,15 +271,12 @@ fn add_invalidations(conn: &Connection, ctxt: &mut CallCtxt) -> Result {
 /// the connection is freed (the pages still go back to nfsd, but the entry
 /// holds a reference of its own on each, so they are not freed while
 /// mapped; then only the QP in error protects them, see `security.rst`).
-fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
+fn retire_mrs(live: Live<'_>, ctxt: &mut CallCtxt) {
     if ctxt.args.mrs().is_empty() {
         return;
     }
-    conn.close();
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let Some(pool) = res.frmrs.as_ref() else {
+    live.close();
+    let Some(pool) = live.res.sink.pool() else {
         return;
     };
     // Not given back: retired entries are never used again. Nothing that
@@ -372,33 +285,30 @@ fn retire_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
     if kept > 0 {
         pr_warn_ratelimited!(
             "connection {}: could not deregister {} memory regions after a failed RDMA Read; they stay until the connection is freed\n",
-            conn.id,
+            live.id,
             kept
         );
     } else {
         pr_info_ratelimited!(
             "connection {}: the {} memory regions of a failed RDMA Read are deregistered\n",
-            conn.id,
+            live.id,
             count
         );
     }
-    conn.frmr_changed();
+    live.frmr_changed();
 }
 
 /// Unmaps the MRs of a Call whose chain (Reads and invalidations)
 /// completed and returns them to the pool. After a failed chain
 /// [`retire_mrs`] takes them out of use instead.
-fn release_mrs(conn: &Connection, ctxt: &mut CallCtxt) {
-    let Some(res) = conn.res() else {
-        return;
-    };
-    let Some(pool) = res.frmrs.as_ref() else {
+fn release_mrs(live: Live<'_>, ctxt: &mut CallCtxt) {
+    let Some(pool) = live.res.sink.pool() else {
         return;
     };
     // Their Reads and invalidations completed.
     ctxt.args.unmap_mrs(&pool.table);
     if let Ok(mrs) = ctxt.args.mrs_mut() {
-        conn.mrs_give(mrs);
+        live.mrs_give(mrs);
     }
 }
 
@@ -487,19 +397,20 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
 /// Adds RDMA Writes of Reply bytes `ranges` (in order) into the chunk whose
 /// segments are `segs`, from the Reply's pages, which `reply` holds (taken
 /// by `sendto::build_reply`). Returns the bytes written.
+/// The counterpart of C's svc_rdma_send_write_chunk() and
+/// svc_rdma_send_reply_chunk() (the Writes' part).
 pub(super) fn build_writes(
-    conn: &Connection,
+    live: Live<'_>,
     chain: &mut Chain,
     reply: &mut MappedPages,
     segs: impl Iterator<Item = Segment>,
     ranges: impl Iterator<Item = (u32, u32)>,
 ) -> Result<u32> {
-    let res = conn.res().ok_or(ENOTCONN)?;
     let mut w = ChunkWriter::new(
         chain,
         segs,
-        res.send_sge as usize,
-        res.pd().local_dma_lkey(),
+        live.res.send_sge as usize,
+        live.res.pd().local_dma_lkey(),
     );
     for (start, end) in ranges {
         reply.map_reply(start as usize, end as usize, |addr, len| {

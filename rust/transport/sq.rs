@@ -39,11 +39,13 @@ use kernel::{
 use super::{
     connection::Connection,
     ctxt::{CallCtxt, READS, REPLY},
+    live::Live,
+    rw::reads_finished,
 };
 use crate::{
     log::pr_warn_ratelimited,
     rdma::{
-        owned::{impl_chain_owner, ChainOwner, Completion, PostError},
+        owned::{impl_chain_owner, ChainOwner, Completion, PostError, Unsignaled},
         wc_status,
     },
 };
@@ -74,7 +76,8 @@ impl_chain_owner!(CallCtxt {
     READS => read_cqe => reads_completed,
 });
 
-/// An unsignaled request of a context's chain failed or was flushed. A
+/// An unsignaled request of a context's chain failed or was flushed (C
+/// signals every Send and has no counterpart). A
 /// failure closes the connection at once: a short Reply posted without a
 /// completion of its own (`SendOrder`) has nothing after it that would,
 /// until some later chain completes, which an idle connection never posts.
@@ -86,7 +89,8 @@ fn request_failed(conn: &Connection, ctxt: &CallCtxt, status: u32, vendor_err: u
 }
 
 /// The last request of a Reply's chain completed: the device is done with
-/// the Reply's memory, and the context goes back to the pool.
+/// the Reply's memory, and the context goes back to the pool. The
+/// counterpart of C's svc_rdma_wc_send().
 fn reply_completed(
     conn: &Connection,
     ctxt: KBox<CallCtxt>,
@@ -120,7 +124,7 @@ fn unsignaled_done(conn: &Connection, done: &Completion) {
 }
 
 /// The last request of a Call's Read chain completed: on to
-/// [`super::rw::reads_finished`].
+/// [`reads_finished`]. The counterpart of C's svc_rdma_wc_read_done().
 fn reads_completed(
     conn: &Connection,
     mut ctxt: KBox<CallCtxt>,
@@ -130,47 +134,84 @@ fn reads_completed(
 ) {
     note_status(conn, &ctxt.status, status, vendor_err);
     conn.sq_release(core::mem::take(&mut ctxt.sq_held));
-    super::rw::reads_finished(conn, ctxt);
+    match conn.live() {
+        Some(live) => reads_finished(live, ctxt),
+        // Cannot happen: the chain was posted on the resources.
+        None => {
+            kernel::warn_on!(true);
+            conn.close();
+            conn.ctxt_put(ctxt);
+        }
+    }
     unsignaled_done(conn, &done);
+}
+
+/// How a chain's send-queue slots are had.
+#[derive(Clone, Copy)]
+pub(crate) enum Slots {
+    /// Taken by the post, waiting in turn while other chains hold them.
+    Wait,
+    /// This many were taken already ([`Connection::sq_try_reserve`]): the
+    /// post does not wait (a receive completion posts), and they are the
+    /// chain's from here on, given back by its completion, or by the post
+    /// if it does not go out.
+    Held(u32),
+}
+
+/// What became of a chain's context when it was posted.
+#[derive(Clone, Copy)]
+pub(crate) enum Posted {
+    /// The chain went out, or had nothing to post: its completion, or the
+    /// post itself, has the context.
+    Ok,
+    /// The chain did not go out whole (why: the error). The context went
+    /// back to the pool (or, for Reads, to [`reads_finished`]), or waits
+    /// for a completion or the teardown; the connection is closing.
+    Refused(Error),
 }
 
 /// Posts the Reply chain built in `ctxt` (its Writes and Send) and returns
 /// without waiting. The context goes with the chain: its completion
-/// returns it to `conn`'s pool, releasing the mappings and the Reply pages
-/// it holds. The context is returned on every failure too; a failed post
-/// also closes the connection (the caller closes it on the others).
-pub(crate) fn post_reply(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post::<REPLY>(conn, ctxt, None)
+/// returns it to the connection's pool, releasing the mappings and the
+/// Reply pages it holds. A Reply that is refused closes the connection,
+/// unless it was closing already (then the caller closes it). The
+/// counterpart of C's svc_rdma_post_send() and svc_rdma_send_reply_msg().
+pub(crate) fn post_reply(live: Live<'_>, ctxt: KBox<CallCtxt>) -> Posted {
+    post::<REPLY>(live, ctxt, Slots::Wait)
 }
 
 /// Posts the Read chain built in `ctxt` for its Call and returns without
 /// waiting. The context (with the Call's argument pages) goes with the
-/// chain; its completion hands it to [`super::rw::reads_finished`], also
-/// when posting fails (which closes the connection), or when nothing could
-/// be posted.
-pub(crate) fn post_reads(conn: &Connection, ctxt: KBox<CallCtxt>) -> Result {
-    post::<READS>(conn, ctxt, None)
-}
-
-/// [`post_reads`] for a chain whose `slots` send-queue slots were taken
-/// already ([`Connection::sq_try_reserve`]): nothing waits (a receive
-/// completion posts it). The slots are the chain's from here on, given
-/// back by its completion, or here if it is not posted; a chain longer
-/// than its slots is not posted (the connection closes).
-pub(crate) fn post_reads_reserved(conn: &Connection, ctxt: KBox<CallCtxt>, slots: u32) -> Result {
-    post::<READS>(conn, ctxt, Some(slots))
+/// chain; its completion hands it to [`reads_finished`], also when posting
+/// fails (which closes the connection), or when nothing could be posted.
+/// The counterpart of C's svc_rdma_post_chunk_ctxt() for Reads.
+pub(crate) fn post_reads(live: Live<'_>, ctxt: KBox<CallCtxt>, slots: Slots) -> Posted {
+    post::<READS>(live, ctxt, slots)
 }
 
 /// The context's chain did not go out at all (`status` 0: there was
 /// nothing to post): it ends here.
-fn not_posted<const ID: u64>(conn: &Connection, ctxt: KBox<CallCtxt>, status: u32) {
+fn not_posted<const ID: u64>(live: Live<'_>, ctxt: KBox<CallCtxt>, status: u32) {
     ctxt.status.store(status, Relaxed);
     if ID == READS {
-        super::rw::reads_finished(conn, ctxt);
+        reads_finished(live, ctxt);
     } else {
-        conn.ctxt_put(ctxt);
+        live.ctxt_put(ctxt);
     }
 }
+
+/// A chain that does not go out ([`Posted::Refused`] for `e`): the slots
+/// taken for it that it will not hold go back, and the context ends here.
+fn refused<const ID: u64>(live: Live<'_>, ctxt: KBox<CallCtxt>, slots: Slots, e: Error) -> Posted {
+    if let Slots::Held(r) = slots {
+        live.sq_release(r);
+    }
+    not_posted::<ID>(live, ctxt, NOT_POSTED);
+    Posted::Refused(e)
+}
+
+/// Any status but success: the chain failed.
+const NOT_POSTED: u32 = wc_status::GENERAL_ERR;
 
 /// Work requests a Reply's chain may have and go unsignaled: an inline
 /// Reply's Send, or a Write chunk's one RDMA Write and the Send (a 4 KiB
@@ -183,109 +224,118 @@ pub(crate) const UNSIGNALED_WRS: u32 = 2;
 /// small.
 const UNSIGNALED_PAGES: usize = 2;
 
-/// Posts `ctxt`'s chain of kind `ID`, its send-queue slots taken first
-/// (waiting in turn), or, with `reserved`, those already taken.
-fn post<const ID: u64>(conn: &Connection, mut ctxt: KBox<CallCtxt>, reserved: Option<u32>) -> Result
+/// Posts `ctxt`'s chain of kind `ID`, its send-queue slots had as `slots`
+/// say.
+fn post<const ID: u64>(live: Live<'_>, ctxt: KBox<CallCtxt>, slots: Slots) -> Posted
 where
     CallCtxt: ChainOwner<ID>,
 {
-    // Any status but success: the chain failed.
-    const NOT_POSTED: u32 = wc_status::GENERAL_ERR;
-    // Slots taken for the chain that it will not hold go back at once.
-    let unreserve = |keep: u32| {
-        if let Some(r) = reserved {
-            conn.sq_release(r.saturating_sub(keep));
-        }
-    };
-    let Some(res) = conn.res() else {
-        unreserve(0);
-        not_posted::<ID>(conn, ctxt, NOT_POSTED);
-        return Err(ENOTCONN);
-    };
     let Ok(n) = u32::try_from(ctxt.chain.len()) else {
-        unreserve(0);
-        not_posted::<ID>(conn, ctxt, NOT_POSTED);
-        return Err(EMSGSIZE);
+        return refused::<ID>(live, ctxt, slots, EMSGSIZE);
     };
     if n == 0 {
-        unreserve(0);
-        not_posted::<ID>(conn, ctxt, 0);
-        return Ok(());
+        if let Slots::Held(r) = slots {
+            live.sq_release(r);
+        }
+        not_posted::<ID>(live, ctxt, 0);
+        return Posted::Ok;
     }
-    // A short Reply (inline, or one Write and the Send) needs no completion
-    // of its own: its context waits until a later chain's completion, in
-    // room of the send queue set apart for such chains (`SendOrder`),
-    // whatever the other slots hold.
+    match take_slots::<ID>(live, &ctxt, n, slots) {
+        Ok(room) => submit::<ID>(live, ctxt, n, room),
+        // Slots held but short of the chain's: it cannot go out without
+        // waiting, which the caller may not.
+        Err(e) if matches!(slots, Slots::Held(_)) => {
+            let posted = refused::<ID>(live, ctxt, slots, e);
+            live.close();
+            posted
+        }
+        Err(e) => refused::<ID>(live, ctxt, slots, e),
+    }
+}
+
+/// Has the `n` send-queue slots of the chain of `ctxt`, as `slots` say;
+/// a short Reply (inline, or one Write and the Send) needs none: it gets
+/// room of the send queue set apart for chains without a completion of
+/// their own (`SendOrder`), whatever the other slots hold, and its context
+/// waits until a later chain's completion. Returns that room, if taken.
+fn take_slots<'a, const ID: u64>(
+    live: Live<'a>,
+    ctxt: &CallCtxt,
+    n: u32,
+    slots: Slots,
+) -> Result<Option<Unsignaled<'a, CallCtxt>>> {
     let room = if ID == REPLY
-        && reserved.is_none()
+        && matches!(slots, Slots::Wait)
         && n <= UNSIGNALED_WRS
         && ctxt.reply.pages() <= UNSIGNALED_PAGES
     {
-        conn.order().reserve_unsignaled()
+        live.conn.order().reserve_unsignaled()
     } else {
         None
     };
-    match reserved {
-        None if room.is_some() => {}
-        None => {
-            if let Err(e) = conn.sq_reserve(n) {
-                not_posted::<ID>(conn, ctxt, NOT_POSTED);
-                return Err(e);
-            }
-        }
-        // More requests than slots taken: it cannot be posted without
-        // waiting, which the caller may not.
-        Some(r) if r < n => {
-            unreserve(0);
-            conn.close();
-            not_posted::<ID>(conn, ctxt, NOT_POSTED);
-            return Err(EMSGSIZE);
-        }
-        Some(_) => unreserve(n),
+    match slots {
+        Slots::Wait if room.is_some() => {}
+        Slots::Wait => live.sq_reserve(n)?,
+        Slots::Held(r) if r < n => return Err(EMSGSIZE),
+        Slots::Held(r) => live.sq_release(r - n),
     }
+    Ok(room)
+}
+
+/// Posts the chain of `ctxt`, `n` requests whose slots (or `room`) it has.
+fn submit<const ID: u64>(
+    live: Live<'_>,
+    mut ctxt: KBox<CallCtxt>,
+    n: u32,
+    room: Option<Unsignaled<'_, CallCtxt>>,
+) -> Posted
+where
+    CallCtxt: ChainOwner<ID>,
+{
     // The counters-off build (make bench's rs_nostats) does not even tally.
     if !cfg!(svcrdma_rs_no_stats) {
-        conn.count_posted(ctxt.chain.tally());
+        live.stats.count_posted(ctxt.chain.tally());
     }
     // The slots go back with the chain's completion (those set apart for
     // unsignaled chains with its owner's leaving the order).
     ctxt.sq_held = if room.is_some() { 0 } else { n };
     ctxt.status.store(0, Relaxed);
     let failed = |e: Error| {
-        crate::trace::post_err(conn.id, n, e.to_errno());
+        crate::trace::post_err(live.id, n, e.to_errno());
         pr_warn_ratelimited!(
             "connection {}: posting {} work requests failed: error {}, closing\n",
-            conn.id,
+            live.id,
             n,
             e.to_errno()
         );
-        e
+        Posted::Refused(e)
     };
     // A debug build's `debug_fail_post`: the device's refusal, without it.
     let posted = if crate::params::take_post_failure() {
         Err(PostError::Unposted(ctxt, ENOMEM))
     } else {
-        conn.order()
-            .post::<ID>(&res.ep, ctxt, |c| &mut c.chain, || conn.close(), room)
+        live.conn
+            .order()
+            .post::<ID>(&live.res.ep, ctxt, |c| &mut c.chain, || live.close(), room)
     };
     match posted {
-        Ok(()) => Ok(()),
+        Ok(()) => Posted::Ok,
         Err(PostError::Unposted(mut ctxt, e)) => {
-            conn.sq_release(core::mem::take(&mut ctxt.sq_held));
-            conn.close();
-            not_posted::<ID>(conn, ctxt, NOT_POSTED);
-            Err(failed(e))
+            live.sq_release(core::mem::take(&mut ctxt.sq_held));
+            live.close();
+            not_posted::<ID>(live, ctxt, NOT_POSTED);
+            failed(e)
         }
         // The chain's (or the marker's) completion takes the context, and
         // its slots, once the QP in the error state has flushed them.
-        Err(PostError::Fenced(e)) => Err(failed(e)),
+        Err(PostError::Fenced(e)) => failed(e),
         Err(PostError::Leaked(orphan, e)) => {
             pr_warn_ratelimited!(
                 "connection {}: cannot fence a failed post; its context waits for the teardown\n",
-                conn.id
+                live.id
             );
-            conn.orphaned(orphan);
-            Err(failed(e))
+            live.orphaned(orphan);
+            failed(e)
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use kernel::sync::atomic::{ordering::Relaxed, Atomic};
 
-use crate::rdma::DevName;
+use crate::rdma::{wr::Tally, DevName};
 use crate::sysfs::{sysfs_ktype, Attrs, KType, ShowFn};
 
 /// Declares [`Counters`] with one `Atomic<u64>` per name, a show function
@@ -131,6 +131,20 @@ impl ConnStats {
             device,
             c: Counters::new(),
         }
+    }
+
+    /// Counts a chain about to be posted.
+    pub(crate) fn count_posted(&self, t: &Tally) {
+        let c = &self.c;
+        count(&c.wr_read, t.reads);
+        count(&c.bytes_read, t.read_bytes);
+        count(&c.wr_write, t.writes);
+        count(&c.bytes_written, t.write_bytes);
+        count(&c.wr_send, t.sends);
+        count(&c.bytes_sent_inline, t.send_bytes);
+        count(&c.mr_reg, t.regs);
+        count(&c.mr_inv_local, t.local_invs);
+        count(&c.mr_inv_remote, t.remote_invs);
     }
 }
 

@@ -35,7 +35,62 @@ fn a_small_device_gets_fewer_credits_and_never_overflows() {
     assert!(Depths::for_device(4, 100).is_some());
 }
 
+#[test]
+fn a_roomy_send_queue_sets_room_apart_for_unsignaled_replies() {
+    let d = Depths::for_device(16384, 65536).unwrap();
+    // What accept passes: 16 Replies of 2 requests at most.
+    let s = d.send_split(d.send_wr, 16, 2);
+    assert_eq!(s.unsignaled, 16);
+    // The drain's request and the unsignaled room come off the queue.
+    assert_eq!(s.slots, d.send_wr - 1 - 16 * 2);
+    // A QP with fewer requests than asked for: its queue counts.
+    let s = d.send_split(1000, 16, 2);
+    assert_eq!((s.slots, s.unsignaled), (1000 - 1 - 32, 16));
+}
+
+#[test]
+fn a_small_send_queue_has_no_unsignaled_room() {
+    let d = Depths::for_device(16384, 65536).unwrap();
+    // 4 x 32 = 128 requests needed to spare the room; one short of it.
+    let s = d.send_split(128, 16, 2);
+    assert_eq!((s.slots, s.unsignaled), (127, 0));
+    let s = d.send_split(129, 16, 2);
+    assert_eq!((s.slots, s.unsignaled), (128 - 32, 16));
+    // Nothing at all, or only the drain's request: no slot.
+    assert_eq!(d.send_split(0, 16, 2).slots, 0);
+    assert_eq!(d.send_split(1, 16, 2).slots, 0);
+}
+
+#[test]
+fn contexts_start_at_a_quarter_of_the_credits_and_end_at_eight_each() {
+    let d = Depths::for_device(16384, 65536).unwrap();
+    let c = d.contexts();
+    assert_eq!((c.initial, c.max), (CREDITS / 4, CREDITS * 8));
+    // One credit still gets one context at first.
+    let d = Depths::for_device(4, 100).unwrap();
+    assert_eq!(d.credits, 1);
+    assert_eq!((d.contexts().initial, d.contexts().max), (1, 8));
+}
+
 proptest! {
+    #[test]
+    fn the_send_split_never_exceeds_the_queue(
+        wr in 0u32..100_000,
+        cqe in 0u32..100_000,
+        qp in 0u32..100_000,
+        max in 0u32..64,
+        each in 0u32..8,
+    ) {
+        if let Some(d) = Depths::for_device(wr, cqe) {
+            let s = d.send_split(qp, max, each);
+            let queue = qp.min(d.send_wr).saturating_sub(1);
+            prop_assert!(s.slots + s.unsignaled * each <= queue);
+            prop_assert!(s.unsignaled == 0 || s.unsignaled == max);
+            let c = d.contexts();
+            prop_assert!(1 <= c.initial && c.initial <= c.max);
+        }
+    }
+
     #[test]
     fn depths_always_fit_the_device(wr in 0u32..100_000, cqe in 0u32..100_000) {
         if let Some(d) = Depths::for_device(wr, cqe) {

@@ -67,11 +67,14 @@ deb_skips_kernel_without_rust() {
 t_run deb_skips_kernel_without_rust deb_skips_kernel_without_rust
 t_run deb_rebuild deb_rebuild fresh
 deb_module_matches_kernel() {
-	local ko=$DR$DEB_KO missing
-	missing=$(comm -23 <(nm -u "$ko" | awk '{print $2}' | grep -vE '^(__fentry__|__this_module|_GLOBAL_OFFSET_TABLE_)$' | sort -u) \
-		<(awk '{print $2}' "$DR/usr/src/linux-headers-$KREL/Module.symvers" | sort -u))
+	local ko=$DR$DEB_KO plain=$DEB_TMP/deb-module.ko imports missing
+	[ -f "$ko" ] || fail "no $DEB_KO"
+	xz -dc "$ko" >"$plain" || fail "cannot decompress $DEB_KO"
+	imports=$(nm -u "$plain" | awk '{print $2}' | grep -vE '^(__fentry__|__this_module|_GLOBAL_OFFSET_TABLE_)$' | sort -u)
+	[ -n "$imports" ] || fail "no imports read from $DEB_KO"
+	missing=$(comm -23 <(echo "$imports") <(awk '{print $2}' "$DR/usr/src/linux-headers-$KREL/Module.symvers" | sort -u))
 	[ -z "$missing" ] || { echo "$missing" | head; fail "the module imports symbols Debian's $KREL does not export"; }
-	echo "all $(nm -u "$ko" | wc -l) imports of $DEB_KO are in Debian's Module.symvers"
+	echo "all $(echo "$imports" | wc -l) imports of $DEB_KO are in Debian's Module.symvers"
 }
 t_run deb_module_matches_kernel deb_module_matches_kernel
 # Removing (not purging) keeps the prepared trees, which only a purge deletes.

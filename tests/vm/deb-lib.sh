@@ -11,7 +11,9 @@
 : "${DR:?}" "${DEB:?}" "${KREL:?}"
 DEB_NAME=svcrdma_rs
 DEB_VER=$(dpkg-deb -f "$DEB" Version)
-DEB_KO=/lib/modules/$KREL/updates/dkms/svcrdma_rs.ko
+# Debian's kernels compress their modules (CONFIG_MODULE_COMPRESS_XZ), and
+# DKMS installs its builds the same way.
+DEB_KO=/lib/modules/$KREL/updates/dkms/svcrdma_rs.ko.xz
 DEB_TMP=${TMPDIR:-/tmp}
 
 # inr CMD...: CMD in the root, as root, with a clean environment.
@@ -132,7 +134,9 @@ deb_purge() {
 	for f in "/var/lib/dkms/$DEB_NAME" "$DEB_KO" /var/lib/svcrdma-rs "/usr/src/$DEB_NAME-$DEB_VER"; do
 		[ -e "$DR$f" ] && left+=("$f")
 	done
-	deb_snapshot >"$DEB_TMP/deb-after"
+	# DKMS's own signing key, made at its first build (any DKMS module's),
+	# stays with dkms: it may be enrolled as a MOK for Secure Boot.
+	deb_snapshot | grep -vxE 'var/lib/dkms/mok\.(key|pub)' >"$DEB_TMP/deb-after"
 	while read -r f; do left+=("$f (new since the install)"); done < <(comm -13 "$DEB_TMP/deb-before" "$DEB_TMP/deb-after")
 	echo "dpkg -L listed $(wc -l <"$DEB_TMP/deb-listed") paths; after the purge: ${#left[@]} left"
 	[ ${#left[@]} = 0 ] || { printf '  left: %s\n' "${left[@]}" | head -n 20; fail "the purge left ${#left[@]} files"; }

@@ -249,13 +249,21 @@ deb_rpc_nfsd() {
 }
 
 # deb_upgrade_rebuild: deb_rebuild, then the rebuilt module is the one
-# modprobe loads.
+# a load of rpcrdma loads first (whatever earlier tests left loaded is
+# unloaded before: svcrdma_rs refuses "rdma" while rpcrdma holds it).
 deb_upgrade_rebuild() {
-	local v
+	local v m
+	[ ! -w /proc/fs/nfsd/threads ] || echo 0 >/proc/fs/nfsd/threads
+	for m in svcrdma_rs rpcrdma; do
+		[ ! -d "/sys/module/$m" ] || wait_for 30 rmmod "$m" || fail "rmmod $m failed"
+	done
 	deb_rebuild
-	inr modprobe svcrdma_rs || fail "modprobe svcrdma_rs of the rebuilt module failed"
-	v=$(cat /sys/module/svcrdma_rs/version)
-	echo "the rebuilt module loads: svcrdma_rs $v"
+	inr modprobe rpcrdma || fail "modprobe rpcrdma failed after the rebuild"
+	v=$(cat /sys/module/svcrdma_rs/version 2>/dev/null) || fail "modprobe rpcrdma did not load svcrdma_rs"
+	rd /sys/module/svcrdma_rs/parameters/xprt_name
+	echo "after the rebuild, modprobe rpcrdma loads svcrdma_rs $v first, holding '$REPLY'"
+	[ "$REPLY" = rdma ] || fail "svcrdma_rs does not hold rdma"
 	[ "$v" = "$(modinfo -F version "$DR$DEB_KO")" ] || fail "the loaded module is not the rebuilt one"
-	rmmod svcrdma_rs || fail "rmmod failed"
+	wait_for 30 rmmod rpcrdma || fail "rmmod rpcrdma failed"
+	rmmod svcrdma_rs || fail "rmmod svcrdma_rs failed"
 }

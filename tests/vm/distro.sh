@@ -31,16 +31,14 @@ stock_kernel() {
 }
 t_run stock_kernel stock_kernel
 # What a user runs on a server booted on this kernel: scripts/distro-kernel
-# finds the running kernel by itself, and (its downloads, build root and
-# kbuild tree cached by the host's run) the build gives the same module.
+# finds the running kernel by itself and knows it (its downloads cached by
+# the host's run). Its build on the host made KO; the package's hook below
+# runs its prepare step in the root the package goes into.
 distro_kernel_running() {
-	local out ko
+	local out
 	out=$("$ROOT/scripts/distro-kernel" check 2>&1) || fail "distro-kernel check: $out"
 	echo "$out" >/tmp/distro-check.out
 	[[ $out == "$KREL: Debian "*", CONFIG_RUST=y"* ]] || fail "distro-kernel check printed: $out"
-	ko=$("$ROOT/scripts/distro-kernel" build) || fail "distro-kernel build failed"
-	echo "distro-kernel build printed: $ko" >>/tmp/distro-check.out
-	[ "$ko" = "$KO" ] || fail "distro-kernel build printed $ko, want $KO"
 }
 t_run distro_kernel_running distro_kernel_running
 sed 's/^/    /' /tmp/distro-check.out 2>/dev/null

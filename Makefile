@@ -20,6 +20,14 @@
 #   make uninstall  removes both again, depmod
 #   make dkms-add   a clean copy in /usr/src/svcrdma_rs-<VERSION> and
 #                   dkms add (then: dkms build/install svcrdma_rs/<VERSION>)
+#   make deb        the Debian package build/svcrdma-rs-dkms_<VERSION>_all.deb
+#                   (DKMS; for Debian's 7.3 kernels; scripts/build-deb, lintian)
+#   make deb-test   the package in a Debian trixie root on the host: apt-get
+#                   install (its hook prepares the kernel's Rust metadata from
+#                   nothing), files, rebuild, purge (tests/host/deb.sh, ~10 min)
+#   make deb-vm-test  the package in a VM on Debian's own 7.3 kernel: install,
+#                   rdma-core's load, rpc.nfsd --rdma=20049, a mount, rebuild,
+#                   purge (tests/vm/deb.sh; make check's distro suite has it)
 #   make bootstrap-test  scripts/bootstrap in a fresh Debian 12 root without
 #                   rustup (debootstrap + chroot; not in make check)
 #   make stall      two VMs: client A stops acknowledging mid-transfer while
@@ -64,7 +72,7 @@ SVCRDMA_RS_DEBUG ?= n
 endif
 
 .PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile stall mutants check demo clean \
-	install uninstall dkms-add
+	install uninstall dkms-add deb deb-test deb-vm-test
 
 all: module
 
@@ -110,6 +118,15 @@ uninstall:
 dkms-add:
 	$(ROOT)/scripts/dkms-src
 	dkms add svcrdma_rs/$(shell head -n 1 $(ROOT)/VERSION)
+
+deb:
+	$(ROOT)/scripts/build-deb
+
+deb-test:
+	$(ROOT)/tests/host/deb.sh $(DISTRO_KREL)
+
+deb-vm-test:
+	$(ROOT)/scripts/distro-kernel-test --deb-only $(DISTRO_KREL)
 
 bootstrap:
 	$(ROOT)/scripts/bootstrap
@@ -161,9 +178,11 @@ clean:
 
 # svcrdma_rs on Debian's stock 7.3 kernel (trixie-backports), in a VM that
 # boots Debian's own vmlinuz and modules: scripts/distro-kernel builds the
-# module (a trixie build root, the kernel's exact compilers), then the
-# data-path suite on soft-RoCE (scripts/distro-kernel-test). Not in make
-# check. DISTRO_KREL=<release> picks the kernel (default: the newest 7.3).
+# module (a trixie build root, the kernel's exact compilers), the Debian
+# package is installed and serves NFS, then the full data-path suite on
+# soft-RoCE, the rebuild and the purge (scripts/distro-kernel-test; make
+# check runs it with the check profile). DISTRO_KREL=<release> picks the
+# kernel (default: the newest 7.3).
 .PHONY: distro-kernel-test
 distro-kernel-test:
 	$(ROOT)/scripts/distro-kernel-test $(DISTRO_KREL)

@@ -1,15 +1,23 @@
 #!/bin/bash
-# The data-path suite on a stock Debian kernel (runs inside the VM that
+# svcrdma_rs on a stock Debian kernel (runs inside the VM that
 # scripts/distro-kernel-test boots: Debian's own vmlinuz and modules).
-# First shows the guest runs the stock kernel and the module was built for
-# it, then runs tests/vm/data.sh with KO. Debian's kernel has no soft-iWARP
-# (CONFIG_RDMA_SIW is not set): the configurations are soft-RoCE only.
+# First shows the guest runs the stock kernel and the module built on the
+# host is for it; then the route an admin takes: the Debian package
+# svcrdma-rs-dkms installed with apt-get into DEBROOT, a Debian trixie root
+# with that kernel's packages that plays the server's root (DKMS builds the
+# module here, in the guest), rdma-core's module list loaded, rpc.nfsd
+# --rdma=20049 and Debian 13's own ways to start nfsd serving mounts; then
+# tests/vm/data.sh with the module DKMS built; then a kernel upgrade's
+# rebuild and apt-get purge (tests/vm/deb-lib.sh). Debian's kernel has no
+# soft-iWARP (CONFIG_RDMA_SIW is not set): the configurations are
+# soft-RoCE only.
 #
-# Environment: KREL (the kernel release the module was built for), KO, and
-# data.sh's (PROFILE, CONFIGS, ...).
+# Environment: KREL (the kernel release), KO (the module scripts/distro-
+# kernel built on the host), DEB, DEBROOT, DEB_SEED_KBUILD, DEB_SEED_SRC
+# (tests/vm/deb-lib.sh), and data.sh's (PROFILE, CONFIGS, ...).
 . "$(dirname "$0")/lib.sh"
-: "${KREL:?}" "${KO:?}"
-export KO CONFIGS=${CONFIGS:-rxe:frmr rxe:dma_mr}
+: "${KREL:?}" "${KO:?}" "${DEB:?}" "${DEBROOT:?}"
+export CONFIGS=${CONFIGS:-rxe:frmr rxe:dma_mr}
 
 echo "guest kernel: $(</proc/version)"
 echo "module: $KO, vermagic $(modinfo -F vermagic "$KO")"
@@ -23,24 +31,34 @@ stock_kernel() {
 }
 t_run stock_kernel stock_kernel
 # What a user runs on a server booted on this kernel: scripts/distro-kernel
-# finds the running kernel by itself, and (its downloads, build root and
-# kbuild tree cached by the host's run) the build gives the same module.
+# finds the running kernel by itself and knows it (its downloads cached by
+# the host's run). Its build on the host made KO; the package's hook below
+# runs its prepare step in the root the package goes into.
 distro_kernel_running() {
-	local out ko
+	local out
 	out=$("$ROOT/scripts/distro-kernel" check 2>&1) || fail "distro-kernel check: $out"
 	echo "$out" >/tmp/distro-check.out
 	[[ $out == "$KREL: Debian "*", CONFIG_RUST=y"* ]] || fail "distro-kernel check printed: $out"
-	ko=$("$ROOT/scripts/distro-kernel" build) || fail "distro-kernel build failed"
-	echo "distro-kernel build printed: $ko" >>/tmp/distro-check.out
-	[ "$ko" = "$KO" ] || fail "distro-kernel build printed $ko, want $KO"
 }
 t_run distro_kernel_running distro_kernel_running
 sed 's/^/    /' /tmp/distro-check.out 2>/dev/null
 
-# Debian 13's own ways to start nfsd, with NFSROOT: a trixie root holding
-# Debian 13's nfs-kernel-server (scripts/distro-kernel-test makes it), whose
-# programs run against this kernel. svcrdma_rs is installed as `make
-# install` does; nothing loads it by hand.
+. "$(dirname "$0")/rdma.sh"
+. "$(dirname "$0")/nfs.sh"
+DR=$DEBROOT
+. "$(dirname "$0")/deb-lib.sh"
+deb_root_mounts
+t_run deb_install deb_install
+t_run deb_files deb_files
+# From here the kernel's module requests go to DEBROOT's modprobe too.
+deb_kernel_modprobe on
+t_run deb_rdma_core_load deb_rdma_core_load
+t_run deb_rpc_nfsd deb_rpc_nfsd
+
+# Debian 13's own ways to start nfsd, with DEBROOT's nfs-kernel-server
+# (nfs-utils 2.8.3), whose programs run against this kernel; svcrdma_rs is
+# the package's, and nothing loads it by hand: nfsd's request for the
+# "rdma" transport loads it through the softdep.
 #  - nfs-server.service: its ExecStart line, run as written in the unit
 #    (`nfsdctl autostart || rpc.nfsd`), with the root's /etc/nfs.conf set
 #    the way its comments show (rdma=y, rdma-port=20049). On Linux 7.3,
@@ -51,46 +69,10 @@ sed 's/^/    /' /tmp/distro-check.out 2>/dev/null
 #  - nfsdctl by hand: `nfsdctl listener +rdma::20049`, `nfsdctl threads 8`.
 # Either way svcrdma_rs must own the listener and a local NFS/RDMA mount
 # must move data.
-. "$(dirname "$0")/rdma.sh"
-. "$(dirname "$0")/nfs.sh"
-in_nfsroot() {
-	unshare --mount --propagation private -- sh -c \
-		'mount -t proc proc "$0/proc" && mount -t nfsd nfsd "$0/proc/fs/nfsd" && mount --rbind /dev "$0/dev" && exec chroot "$0" "$@"' "$NFSROOT" "$@"
-}
-# serving_rdma: svcrdma_rs, holding "rdma", owns the RDMA listener on
-# 20049, and a local NFS/RDMA mount writes and reads 4 MiB back.
-serving_rdma() {
-	local l want got mnt=/mnt/nfsdctl
-	echo Y >/proc/fs/nfsd/v4_end_grace 2>/dev/null || true
-	cat /proc/fs/nfsd/portlist
-	grep -E '^(svcrdma_rs|rpcrdma) ' /proc/modules
-	rd /sys/module/svcrdma_rs/parameters/xprt_name
-	[ "$REPLY" = rdma ] || fail "svcrdma_rs is not loaded holding rdma ('$REPLY')"
-	l=$(rdma resource show cm_id | grep 'state LISTEN' | grep ':20049' || true)
-	echo "$l"
-	echo "$l" | has 'comm \[svcrdma_rs\]' || fail "no svcrdma_rs listener on 20049"
-	if echo "$l" | grep -v 'comm \[svcrdma_rs\]' | has .; then fail "another module listens on 20049"; fi
-	head -c $((4 << 20)) /dev/urandom >/tmp/src
-	want=$(sha256sum </tmp/src)
-	mkdir -p $mnt
-	timeout 180 mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$(guest_ip):/" $mnt || fail "mount -o proto=rdma failed"
-	grep " $mnt " /proc/mounts
-	dd if=/tmp/src of=$mnt/nfsdctl bs=1M oflag=direct status=none || fail "write failed"
-	got=$(dd if=$mnt/nfsdctl bs=1M iflag=direct status=none | sha256sum)
-	[ "$got" = "$want" ] && [ "$(sha256sum <"$NFS_EXPORT/nfsdctl")" = "$want" ] || fail "data differs"
-	rm -f $mnt/nfsdctl
-	timeout 120 umount $mnt || fail "umount failed"
-}
-unload_all() {
-	in_nfsroot nfsdctl threads 0 || rpc.nfsd 0
-	wait_for 30 rmmod svcrdma_rs || fail "rmmod svcrdma_rs failed"
-	wait_for 30 rmmod rpcrdma || fail "rmmod rpcrdma failed"
-}
 debian13_nfs_server_unit() {
-	local start conf=$NFSROOT/etc/nfs.conf unit=$NFSROOT/lib/systemd/system/nfs-server.service
-	[ -x "$NFSROOT/usr/sbin/nfsdctl" ] || fail "no nfsdctl in $NFSROOT"
+	local start conf=$DR/etc/nfs.conf unit=$DR/lib/systemd/system/nfs-server.service
+	[ -x "$DR/usr/sbin/nfsdctl" ] || fail "no nfsdctl in $DR"
 	[ ! -d /sys/module/rpcrdma ] && [ ! -d /sys/module/svcrdma_rs ] || fail "rpcrdma or svcrdma_rs already loaded"
-	"$ROOT/scripts/install" install --krel "$KREL" "$KO" || fail "scripts/install failed"
 	rdma_add rxe rxe0 || return 1
 	nfsd_prepare
 	grep -q '^# rdma=n' "$conf" || fail "$conf is not the stock file"
@@ -111,38 +93,25 @@ nfsdctl_by_hand() {
 	in_nfsroot nfsdctl listener
 	serving_rdma
 	unload_all
-	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
 }
-# The module DKMS built on the host for this kernel (scripts/distro-kernel-
-# test: dkms add/build with dkms.conf, the prepared kbuild tree) installs
-# and loads into the stock kernel.
-dkms_module_loads() {
-	local v
-	[ -f "$DKMS_KO" ] || fail "no DKMS-built module at $DKMS_KO"
-	[[ $(modinfo -F vermagic "$DKMS_KO") == "$KREL "* ]] || fail "vermagic: $(modinfo -F vermagic "$DKMS_KO")"
-	"$ROOT/scripts/install" install --krel "$KREL" "$DKMS_KO" || fail "scripts/install failed"
-	modprobe svcrdma_rs || fail "modprobe svcrdma_rs failed"
-	v=$(cat /sys/module/svcrdma_rs/version)
-	echo "loaded: svcrdma_rs version $v, $(modinfo -n svcrdma_rs)"
-	[ "$v" = "$(modinfo -F version "$DKMS_KO")" ] || fail "the loaded module is not the DKMS-built one"
-	rd /sys/module/svcrdma_rs/parameters/xprt_name
-	[ "$REPLY" = rdma ] || fail "xprt_name '$REPLY'"
-	rmmod svcrdma_rs || fail "rmmod failed"
-	"$ROOT/scripts/install" uninstall --krel "$KREL" || fail "uninstall failed"
-}
-if [ -n "${DKMS_KO:-}" ]; then
-	t_run dkms_module_loads dkms_module_loads
-fi
-if [ -n "${NFSROOT:-}" ]; then
-	t_run debian13_nfs_server_unit debian13_nfs_server_unit
-	t_run nfsdctl_by_hand nfsdctl_by_hand
+t_run debian13_nfs_server_unit debian13_nfs_server_unit
+t_run nfsdctl_by_hand nfsdctl_by_hand
+deb_kernel_modprobe off
+
+# The data-path suite with the module DKMS built from the package (data.sh
+# loads it itself, under test names and parameters).
+if [ "$T_FAILED" = 0 ] && [ -f "$DR$DEB_KO" ]; then
+	KO=$DR$DEB_KO "$(dirname "$0")/data.sh" | tee /tmp/distro-data.out
+	rc=${PIPESTATUS[0]}
 else
-	echo "(NFSROOT unset: Debian 13's nfs-utils not tested)"
+	echo "(data.sh not run: a test above failed)"
+	: >/tmp/distro-data.out
+	rc=1
 fi
-[ "$T_FAILED" = 0 ] || { t_summary; exit 1; }
-"$(dirname "$0")/data.sh" | tee /tmp/distro-data.out
-rc=${PIPESTATUS[0]}
+# A kernel upgrade's rebuild, then the purge.
+t_run deb_upgrade_rebuild deb_upgrade_rebuild
+t_run deb_purge deb_purge
 p=$(grep -c '^PASS ' /tmp/distro-data.out) f=$(grep -c '^FAIL ' /tmp/distro-data.out)
 echo "stock kernel $KREL: the tests above and data.sh's together:"
 echo "$((T_PASSED + p)) passed, $((T_FAILED + f)) failed"
-exit "$rc"
+[ "$T_FAILED" = 0 ] && [ "$rc" = 0 ]

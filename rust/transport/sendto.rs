@@ -29,6 +29,7 @@ use super::{
 };
 use crate::{
     log::pr_warn_ratelimited,
+    pages::MappedPages,
     proto::{
         budget::Cost,
         inline::max_inline_reply,
@@ -38,7 +39,6 @@ use crate::{
             header::{DecodeError, Header, Proc, ERR_CHUNK, ERR_VERS},
         },
     },
-    pages::MappedPages,
     rdma::{dma::MappedBuf, wr::Chain},
 };
 

@@ -139,7 +139,7 @@ deb_purge() {
 	deb_snapshot | grep -vxE 'var/lib/dkms/mok\.(key|pub)' >"$DEB_TMP/deb-after"
 	while read -r f; do left+=("$f (new since the install)"); done < <(comm -13 "$DEB_TMP/deb-before" "$DEB_TMP/deb-after")
 	echo "dpkg -L listed $(wc -l <"$DEB_TMP/deb-listed") paths; after the purge: ${#left[@]} left"
-	[ ${#left[@]} = 0 ] || { printf '  left: %s\n' "${left[@]}" | head -n 20; fail "the purge left ${#left[@]} files"; }
+	[ ${#left[@]} = 0 ] || { printf '  left: %s\n' "${left[@]:0:20}"; fail "the purge left ${#left[@]} files"; }
 }
 
 # ---- In the VM booted on Debian's own kernel KREL (tests/vm/distro.sh,

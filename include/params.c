@@ -21,7 +21,7 @@ MODULE_VERSION(SVCRDMA_RS_VERSION);
 static char *xprt_name = "rdma";
 module_param(xprt_name, charp, 0444);
 MODULE_PARM_DESC(xprt_name,
-		 "Name of the RPC transport class to register, as written to /proc/fs/nfsd/portlist (default: rdma, the name nfs-utils and nfsd ask for; rpcrdma.ko registers it too: load svcrdma_rs first, as /etc/modprobe.d/svcrdma_rs.conf from make install does, or choose another name)");
+		 "Name of the RPC transport class to register, as written to /proc/fs/nfsd/portlist (default: rdma, the name nfs-utils and nfsd ask for; rpcrdma.ko registers it too: load svcrdma_rs first, as the svcrdma_rs.conf softdep in /etc/modprobe.d (make install) or /usr/lib/modprobe.d (the Debian package) does, or choose another name)");
 
 const char *svcrdma_rs_param_xprt_name(void)
 {

@@ -53,7 +53,7 @@ pub(crate) fn register_class(
             }
             if name.to_bytes() == b"rdma" {
                 pr_err!(
-                    "transport name \"rdma\" is already registered, by rpcrdma.ko (the C transport) if it is loaded: \"rmmod rpcrdma\" (needs no NFS/RDMA mount and no rdma listener), then \"modprobe svcrdma_rs\"; /etc/modprobe.d/svcrdma_rs.conf (make install) makes every later load of rpcrdma load svcrdma_rs first; or load with xprt_name=<another name>, e.g. \"modprobe svcrdma_rs xprt_name=rdma_rs\", and write that name to /proc/fs/nfsd/portlist\n"
+                    "transport name \"rdma\" is already registered, by rpcrdma.ko (the C transport) if it is loaded: \"rmmod rpcrdma\" (needs no NFS/RDMA mount and no rdma listener), then \"modprobe svcrdma_rs\"; the modprobe.d softdep (/etc/modprobe.d/svcrdma_rs.conf from make install or DKMS, /usr/lib/modprobe.d/svcrdma_rs.conf from the Debian package) makes every later load of rpcrdma load svcrdma_rs first; or load with xprt_name=<another name>, e.g. \"modprobe svcrdma_rs xprt_name=rdma_rs\", and write that name to /proc/fs/nfsd/portlist\n"
                 );
             } else {
                 pr_err!(

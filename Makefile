@@ -31,7 +31,7 @@
 #   make bootstrap-test  scripts/bootstrap in a fresh Debian 12 root without
 #                   rustup (debootstrap + chroot; not in make check)
 #   make stall      two VMs: client A stops acknowledging mid-transfer while
-#                   client B's answers are timed (each under 2 s; issue 22;
+#                   client B's answers are timed (each under 2 s;
 #                   tests/vm/stall-server.sh; also part of make hostile)
 #   make mutants    builds the module with each planted fault (a patch,
 #                   tests/mutants/<name>.patch, applied to a copy of the

@@ -421,7 +421,7 @@ rdma_mount_newest() {
 	((REPLY > 0)) || fail "no connection in $S/connections"
 }
 
-# The counters agree with a known workload (issue 21): 8 MiB written and
+# The counters agree with a known workload: 8 MiB written and
 # its first 4 MiB read back (direct I/O, rsize=wsize=1M, NFSv4.2) move
 # 8 MiB (and not 9) by RDMA Read and 4 MiB (and not 5) by RDMA Write on
 # the mount's connection: the two directions cannot be swapped. At least
@@ -496,7 +496,7 @@ assert c and c[0]["calls"] >= int(sys.argv[3]) and 8.3 <= c[0]["mb_in"] < 9.5 an
 	((REPLY > chunk0)) || fail "rdma_errors_chunk did not move ($chunk0 -> $REPLY) for a bad procedure"
 }
 
-# svcrdma-stat under load (issue 21): while a writer keeps an RDMA mount
+# svcrdma-stat under load: while a writer keeps an RDMA mount
 # busy, the tool refreshed every 2 s shows the mount's connection moving
 # data in its interval tables (RPC/s above 0, MB/s in at least 0.1: 1 MiB
 # direct writes, each read by RDMA, move ~1 MB/s under TCG, where their
@@ -546,7 +546,7 @@ assert c["rpc_per_s"] > 0 and c["mb_in_per_s"] >= 0.1 and c["errors"] == 0, c' /
 	timeout 60 umount $m || fail "umount failed"
 }
 
-# Tracepoints (issue 21): with events/svcrdma_rs/ enabled in tracefs,
+# Tracepoints: with events/svcrdma_rs/ enabled in tracefs,
 # - hostile.py's bad version records the connection's accept, its
 #   decode_err and RDMA_ERROR (name and XID), and the CM's DISCONNECTED
 #   when hostile.py leaves, all with the same, non-zero connection id;
@@ -623,11 +623,11 @@ t_tracepoints_rxe() {
 	[ "${n:-0}" = 0 ] || fail "$n svcrdma_rs events recorded with the events disabled"
 }
 
-# An NFS WRITE's payload starts a page of its own (issue 19): nfsd's
-# direct-I/O write path (io_cache_write=2) takes only a payload whose first
-# byte is aligned for the file's device, and writes it with IOCB_DIRECT
-# (tracepoint nfsd_write_direct); a payload at its XDR offset in one
-# stream (as before) is written buffered (nfsd_write_vector). The export
+# An NFS WRITE's payload starts a page of its own: nfsd's direct-I/O
+# write path (io_cache_write=2) takes only a payload whose first byte is
+# aligned for the file's device, and writes it with IOCB_DIRECT
+# (tracepoint nfsd_write_direct); a payload left at its XDR offset in one
+# stream is written buffered (nfsd_write_vector). The export
 # is an ext4 on a loop device (tmpfs reports no direct-I/O alignment);
 # 4 MiB written with 1 MiB WRITEs must all be written direct, and the file
 # on the server must be what the client wrote.
@@ -676,12 +676,12 @@ t_write_payload_page_aligned_rxe() {
 		fail "${direct:-0} direct and ${vector:-0} buffered writes: payloads not page-aligned for direct I/O"
 }
 
-# A full send queue (issue 21's sq_waits and sq_wait): a connection
-# accepted with 12 send-queue slots (the debug build's debug_sq_slots)
-# carries 1 MiB READ Replies of 9 work requests each (8 RDMA Writes of 32
-# pages, rxe's SGE limit, and the Send); four readers at once keep both
-# nfsd threads replying, so one waits for the other's slots (rounds of
-# four, at most 5, until one did).
+# A full send queue (the sq_waits counter and the sq_wait event): a
+# connection accepted with 12 send-queue slots (the debug build's
+# debug_sq_slots) carries 1 MiB READ Replies of 9 work requests each (8
+# RDMA Writes of 32 pages, rxe's SGE limit, and the Send); four readers at
+# once keep both nfsd threads replying, so one waits for the other's slots
+# (rounds of four, at most 5, until one did).
 # The wait is counted and traced on that connection, the data read is
 # right, nothing failed, and the connection is the one the mount made (no
 # reconnect).
@@ -722,7 +722,7 @@ t_sq_full_waits_rxe() {
 	timeout 60 umount $m || fail "umount failed"
 }
 
-# A post the device refuses (issue 21's post_err): with the debug build's
+# A post the device refuses (the post_err event): with the debug build's
 # debug_fail_post=1 the next chain posted fails with -ENOMEM as a device's
 # refusal would. The failure is traced (connection, requests, error) and
 # logged, its connection closes, and the client's write, retried on a new
@@ -762,9 +762,10 @@ t_siw_matrix() {
 	[ "$(cat $S/devices/siw0/read_with_invalidate)" = 1 ] || fail "siw0 read with invalidate"
 }
 
-# The first Call of a new connection is answered at once (found by make
-# hostile on siw: the Call arrives about when the CM's ESTABLISHED event
-# does, and one in about twenty waited for the client's next message).
+# The first Call of a new connection is answered at once. The Call arrives
+# about when the CM's ESTABLISHED event does; a receive that completed
+# before the event and is not handed to nfsd waits for the client's next
+# message (on siw under make hostile, one first Call in about twenty).
 # FRESH connections from hostile.py --fresh, each sending a NULL call the
 # moment it is up; each must be answered within 5 s. On rxe, not siw: siw
 # has its own stall there (tests/tools/hostile.py, IWARP_SETTLE), which

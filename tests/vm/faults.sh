@@ -10,8 +10,8 @@
 # byte for byte).
 #
 # Environment:
-#   PROFILE=full|check  full (make hostile): the counts of the hostile-client
-#                       issue, and a kmemleak scan after every scenario;
+#   PROFILE=full|check  full (make hostile): the full counts below, and a
+#                       kmemleak scan after every scenario;
 #                       check (make check): every scenario, small counts
 #                       (vm-run's own kmemleak scan at the end covers them)
 #   CYCLES=1000         connect/disconnect cycles (check: 30)
@@ -197,16 +197,17 @@ peer_revive() {
 # in the error state, so the server's RDMA Reads of its calls get no
 # response until they time out, ~17 s; on iWARP the server's packets to it
 # dropped, peer_drop, and its Reads wait on TCP's retransmissions for as
-# long as the drop lasts) must not hold nfsd threads: Reads
-# are posted and left to complete on their own (rw::prepare_reads,
-# sq::post_reads). With one nfsd thread, while the dead peer's Reads are
-# in flight, a stat from an NFSv3-over-TCP client is served within 3 s of
-# what the same stat took just before (a module whose threads wait for
-# their Reads parks the only thread there until they time out: ~15 s
-# more). The baseline is measured because a new process alone takes 1 to
-# 3 s under TCG on a busy host (CI once saw 3.3 s against a fixed 2 s). Then the peer disconnects: the connection goes within 5 s, the
-# Reads' contexts, MRs and pages with it (kmemleak, the pool counters), and
-# a new stat is served (5 s, a process start included).
+# long as the drop lasts) must not hold nfsd threads: Reads are posted and
+# left to complete on their own (rw::prepare_reads, sq::post_reads). With
+# one nfsd thread, while the dead peer's Reads are in flight, a stat from
+# an NFSv3-over-TCP client is served within 3 s of what the same stat took
+# just before (a module whose threads wait for their Reads parks the only
+# thread there until they time out: ~15 s more). The baseline is measured
+# because a new process alone takes 1 to 3 s under TCG on a busy host (CI
+# once saw 3.3 s against a fixed 2 s). Then the peer disconnects: the
+# connection goes within 5 s, the Reads' contexts, MRs and pages with it
+# (kmemleak, the pool counters), and a new stat is served (5 s, a process
+# start included).
 # dead_peer THREADS [POOL_MRS]: with THREADS nfsd threads, a dead peer's
 # calls (park.py) must not keep a TCP client from being served. With
 # POOL_MRS, the peer's connection is accepted under memreg=frmr with that
@@ -323,12 +324,12 @@ dead_peer() {
 
 t_dead_peer_parks_no_thread() { dead_peer 1; }
 
-# Issue 22 item 1: threads that wait for a connection's MRs (or send-queue
-# slots) make xpo_has_wspace say no, so sunrpc sends that connection no
-# more threads. Here the dead peer's first calls hold its 2 MRs, and its
-# other calls wait: without the bound every one of the 4 threads ends up
-# waiting there (until the peer's Reads time out, ~17 s on RoCE) and the
-# TCP client is not served (the park_threads mutant).
+# The park_threads mutant fails this: threads that wait for a connection's
+# MRs (or send-queue slots) make xpo_has_wspace say no, so sunrpc sends
+# that connection no more threads. Here the dead peer's first calls hold
+# its 2 MRs, and its other calls wait: without the bound every one of the
+# 4 threads ends up waiting there (until the peer's Reads time out, ~17 s
+# on RoCE) and the TCP client is not served.
 t_dead_peer_holds_mrs() { dead_peer 4 2; }
 
 # The device deleted under load: every connection on it closes, the
@@ -391,10 +392,10 @@ t_rmmod_under_load() {
 # (/proc/PID/fail-nth, failslab and fail_page_alloc), for N = 1, 2, ...
 # FAIL_DENSE (200; 40 in make check), then in steps of 1/FAIL_STEP (a
 # tenth; a quarter in make check) (an accept makes hundreds of allocations:
-# its receive buffers and contexts; since issue 22 item 2 no longer its MR
-# pool, which is allocated on use), until the
-# thread's work for one connection needs fewer allocations than N. Every attempt must end
-# within 60 s, established or refused, leave no connection behind, and the
+# its receive buffers and contexts, but not its MR pool, which is
+# allocated on use), until the thread's work for one connection needs
+# fewer allocations than N. Every attempt must end within 60 s,
+# established or refused, leave no connection behind, and the
 # kernel must log no report (kmemleak: vm-run's scan at the end). Then a
 # mount moves data again.
 FAIL_MAX=${FAIL_MAX:-100000}
@@ -446,11 +447,11 @@ t_accept_alloc_failure() {
 	after
 }
 
-# Issue 22 item 2 (the eager_mr_pool mutant fails it): the FRMR pool is
-# allocated on use. Right after a mount, before any Read chunk, the
-# connection has no MR (before the change: frmr_allocated did not exist,
-# and all frmr_pool MRs were allocated at accept); after LOAD_MB MiB of
-# 1 MiB direct writes it has at least one and at most frmr_pool.
+# The eager_mr_pool mutant fails this: the FRMR pool is allocated on use,
+# so a mount that has written nothing holds no MRs. Right after a mount,
+# before any Read chunk, the connection has no MR (frmr_allocated is 0, not
+# frmr_pool); after LOAD_MB MiB of 1 MiB direct writes it has at least one
+# and at most frmr_pool.
 # mnt_frmr: mnt, its connection accepted under memreg=frmr whatever the
 # configuration's model (auto on RoCE registers nothing); the parameter is
 # restored once the mount is up (a connection keeps the model it was
@@ -494,13 +495,13 @@ t_lazy_mr_pool() {
 # chunk comes in 128 KiB segments on rxe (the NFS client registers
 # max_sge_rd = 32 pages per MR there), and each segment is read into its
 # own MR. A Call needing more MRs than the pool holds is answered with
-# ERR_CHUNK instead (issue 22 item 5), so the cap is one WRITE's worth. Every writer must finish within
-# 120 s and its file read back equal, threads must have waited for MRs
-# (the connection's mr_waits counter), and the mount's connection must be
-# the same one throughout: a release that wakes nobody leaves the threads
-# asleep until the client gives up on the connection and reconnects,
-# after which the writers finish (seen: the no_wake mutant's writers all
-# finished, in 106 s, on a new connection).
+# ERR_CHUNK instead, so the cap is one WRITE's worth. Every writer must
+# finish within 120 s and its file read back equal, threads must have
+# waited for MRs (the connection's mr_waits counter), and the mount's
+# connection must be the same one throughout: a release that wakes nobody
+# leaves the threads asleep until the client gives up on the connection
+# and reconnects, after which the writers finish (seen: the no_wake
+# mutant's writers all finished, in 106 s, on a new connection).
 POOL_WRITERS=${POOL_WRITERS:-8} POOL_MB=${POOL_MB:-1} POOL_MRS=${POOL_MRS:-8}
 t_pool_waiters_woken() {
 	local P=/sys/module/svcrdma_rs/parameters i bad=0 pids=() t0 id waits

@@ -173,9 +173,9 @@ hostile_test() {
 	timeout 60 rm -f $HOSTILE_MNT/well-behaved.bin $HOSTILE_MNT/hostile.dat ||
 		fail "removing the test's files through the mount took over 60 s"
 	timeout 120 umount $HOSTILE_MNT || fail "umount failed"
-	# Issue 22 item 4 (the keep_failed_mrs mutant fails it): the Reads hostile.py
-	# makes fail after their MRs were registered (unknown rkeys, reads past
-	# the client's MR) have those MRs deregistered at once, not left
+	# The keep_failed_mrs mutant fails this: the Reads hostile.py makes
+	# fail after their MRs were registered (unknown rkeys, reads past the
+	# client's MR) have those MRs deregistered at once, not left
 	# registered while their pages go back to nfsd.
 	if [ "${SERVER:-rs}" != c ] && [ "$model" = frmr ]; then
 		grep -q 'memory regions of a failed RDMA Read are deregistered' /tmp/hostile.dmesg ||
@@ -212,10 +212,10 @@ t_setup() {
 # (default HOSTILE_RANDOM, HOSTILE_VOLUME).
 t_hostile() { hostile_test "${1:-${HOSTILE_RANDOM:-1000}}" "${HOSTILE_WAIT:-20}" "${2:-${HOSTILE_VOLUME:-1000000}}"; }
 
-# Issue 22 item 5 (the limit_closes mutant fails it): with MRs of one page
+# The limit_closes mutant fails this: with MRs of one page
 # (debug_caps=short_page_list), a Call whose Read chunk needs more MRs than
-# the connection has gets ERR_CHUNK and the connection stays; before, the
-# connection closed and the client would resend the Call after
+# the connection has gets ERR_CHUNK and the connection stays. Closing the
+# connection instead would make the client resend the Call after
 # reconnecting, forever.
 t_limits() {
 	[ "${SERVER:-rs}" != c ] || return 0
@@ -238,7 +238,7 @@ t_limits() {
 		fail "no log line for the Call refused over the MR pool"
 }
 
-# A client over its credits (issue 22 item 11): after one NULL call, the
+# A client over its credits: after one NULL call, the
 # grant plus 8 more NULL calls at once. Each must get its reply or
 # ERR_CHUNK (the Calls that found every context busy), the connection must
 # stay and serve NULL calls after (hostile.py --overrun judges).
@@ -250,11 +250,12 @@ t_overrun() {
 	[ "$rc" = 0 ] || fail "hostile.py --overrun: a client over its credits was cut off, or Calls went unanswered (exit $rc)"
 }
 
-# The first Call on a new connection (found by make hostile on siw: one in
-# about twenty went unanswered until the client's next message). A client
-# that sends a NULL call the moment its connection is up reaches the
-# server about when the CM's ESTABLISHED event does; HOSTILE_FRESH such
-# connections, each Call answered within 5 s (hostile.py --fresh judges).
+# The first Call on a new connection: a client that sends a NULL call the
+# moment its connection is up reaches the server about when the CM's
+# ESTABLISHED event does, and a receive not handed to nfsd then waits for
+# the client's next message (on siw, one such Call in about twenty).
+# HOSTILE_FRESH such connections, each Call answered within 5 s
+# (hostile.py --fresh judges).
 t_fresh() {
 	local rc=0
 	/usr/bin/python3 "$HOSTILE_PY" "$(guest_ip)" "$PORT" --fresh "${HOSTILE_FRESH:-100}" --timeout 5 >/tmp/hostile_fresh.out 2>&1 || rc=$?

@@ -171,7 +171,7 @@ t_wildcard() {
 	mount_rw read
 }
 
-# An IPv6 connection and mount (issue 22 item 11): the wildcard listener
+# An IPv6 connection and mount: the wildcard listener
 # takes a connection to an IPv6 address of the RoCE NIC (rxe gives each of
 # its netdev's addresses a GID, so RoCEv2 over IPv6 needs no setup), the
 # NFS client mounts over it with proto=rdma6, and the connection's sysfs

@@ -1,19 +1,16 @@
 #!/bin/bash
 # Memory per idle connection (runs inside the VM; tests/vm/run memory, not
 # in make check): what a connection costs the server before it has sent a
-# single RPC, the exposure issue 22 item 2 is about (sunrpc lets 64
-# unauthenticated connections in per listener).
+# single RPC: sunrpc lets 64 unauthenticated connections in per listener,
+# which is why the FRMR pool is allocated on use, not at accept.
 #
 # For each server in SERVERS, on soft-RoCE: nfsd listens over RDMA, then
 # CONNS clients (tests/tools/cm_connect, one process each) connect and
 # hold their connections idle. The cost is the drop in MemAvailable and the
 # growth of Slab between before and after (each the median of three
-# readings), divided by CONNS; the client side's own memory (its QPs and
-# buffers, in the same guest) is measured alone first, against a listener
-# of the C svcrdma that is then stopped, and subtracted... no: the clients
-# are the same for every server, so the figures compare the servers, and
-# the client side is printed alone once (against no listener it cannot
-# connect, so it is not subtracted).
+# readings), divided by CONNS. The clients run in the same guest, so the
+# figures include their own QPs and buffers; the clients are the same for
+# every server, so the figures still compare the servers.
 #
 # Environment:
 #   SERVERS="rs c"      rs: this tree's module (KO=...), c: rpcrdma.ko's

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Two-VM stalled-client test, server side (issue 22 items 1 and 11; see
-# tests/vm/run "stall"). Client A, in the other VM, writes over NFS/RDMA
-# (soft-RoCE on the VMs' own link) and then stops answering: its link goes
-# down mid-transfer, as when its host dies. Client B, this host's own NFS
+# Two-VM stalled-client test, server side (see tests/vm/run "stall").
+# Client A, in the other VM, writes over NFS/RDMA (soft-RoCE on the VMs'
+# own link) and then stops answering: its link goes down mid-transfer, as
+# when its host dies. Client B, this host's own NFS
 # mount over TCP, asks for attributes every STALL_PROBE_MS the whole time;
 # no answer may take STALL_MAX_MS or more. With the C svcrdma B never waited
 # over 1.5 s; a transport whose nfsd threads all sleep on RDMA Reads to the

@@ -38,7 +38,9 @@
 #                   sources in build/mutant-<name>/) and runs the narrowed
 #                   suite that must catch it, one VM each; passes only if
 #                   every mutant is caught (tests/vm/run mutants;
-#                   MUTANTS="a b" for some; not in make check)
+#                   MUTANTS="a b" for some; not in make check); then the
+#                   backchannel suite against a module built without the
+#                   backchannel, which must fail it (backchannel-off)
 #   make hostile    the hostile RPC-over-RDMA client at full count (1,000,000
 #                   mutated messages), the fault suite at full count and the
 #                   private data of every length, one VM each
@@ -164,7 +166,7 @@ stall: module
 
 # Each planted fault must make its suite fail (tests/vm/run mutants).
 mutants:
-	$(ROOT)/tests/vm/run mutants
+	$(ROOT)/tests/vm/run mutants backchannel-off
 
 check:
 	$(ROOT)/scripts/check

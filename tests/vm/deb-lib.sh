@@ -154,15 +154,30 @@ deb_purge() {
 # before the purge: they are the test's, not the package's.
 deb_seed() {
 	local d
-	for d in "${DEB_SEED_SRC:?}" "${DEB_SEED_KBUILD:?}"; do
-		mkdir -p "$DR$d"
-		mount --bind "$d" "$DR$d" || fail "cannot bind $d into the root"
+	for d in $(deb_seed_dirs); do
+		mkdir -p "$DR${d#*=}"
+		mount --bind "${d%%=*}" "$DR${d#*=}" || fail "cannot bind ${d%%=*} at ${d#*=} in the root"
 	done
 }
+# deb_seed_dirs: HOSTDIR=DIR pairs. The hook looks under /var/lib/svcrdma-rs;
+# the kbuild tree names its source by the host's path, so the source is
+# there too when the host prepared it elsewhere (SVCRDMA_KBUILD_ROOT).
+deb_seed_dirs() {
+	local src=/var/lib/svcrdma-rs/src/${DEB_SEED_SRC##*/}
+	echo "${DEB_SEED_SRC:?}=$src"
+	[ "$DEB_SEED_SRC" = "$src" ] || echo "$DEB_SEED_SRC=$DEB_SEED_SRC"
+	echo "${DEB_SEED_KBUILD:?}=/var/lib/svcrdma-rs/kbuild/$KREL"
+}
+# deb_unseed: unmounted, and the directories made for them removed again
+# where empty.
 deb_unseed() {
 	local d
-	for d in "${DEB_SEED_KBUILD:-}" "${DEB_SEED_SRC:-}"; do
-		[ -n "$d" ] && mountpoint -q "$DR$d" && umount "$DR$d"
+	[ -n "${DEB_SEED_KBUILD:-}" ] || return 0
+	for d in $(deb_seed_dirs); do
+		! mountpoint -q "$DR${d#*=}" || umount "$DR${d#*=}"
+	done
+	for d in $(deb_seed_dirs); do
+		[ ! -d "$DR${d#*=}" ] || rmdir -p --ignore-fail-on-non-empty "$DR${d#*=}" 2>/dev/null || true
 	done
 	return 0
 }

@@ -160,13 +160,14 @@ deb_seed() {
 	done
 }
 # deb_seed_dirs: HOSTDIR=DIR pairs. The hook looks under /var/lib/svcrdma-rs;
-# the kbuild tree names its source by the host's path, so the source is
-# there too when the host prepared it elsewhere (SVCRDMA_KBUILD_ROOT).
+# the kbuild tree names itself and its source by the host's paths, so both
+# are there too when the host prepared them elsewhere (SVCRDMA_KBUILD_ROOT).
 deb_seed_dirs() {
-	local src=/var/lib/svcrdma-rs/src/${DEB_SEED_SRC##*/}
+	local src=/var/lib/svcrdma-rs/src/${DEB_SEED_SRC##*/} kb=/var/lib/svcrdma-rs/kbuild/$KREL
 	echo "${DEB_SEED_SRC:?}=$src"
 	[ "$DEB_SEED_SRC" = "$src" ] || echo "$DEB_SEED_SRC=$DEB_SEED_SRC"
-	echo "${DEB_SEED_KBUILD:?}=/var/lib/svcrdma-rs/kbuild/$KREL"
+	echo "${DEB_SEED_KBUILD:?}=$kb"
+	[ "$DEB_SEED_KBUILD" = "$kb" ] || echo "$DEB_SEED_KBUILD=$DEB_SEED_KBUILD"
 }
 # deb_unseed: unmounted, and the directories made for them removed again
 # where empty.

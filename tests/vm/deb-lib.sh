@@ -169,8 +169,8 @@ deb_seed_dirs() {
 	echo "${DEB_SEED_KBUILD:?}=$kb"
 	[ "$DEB_SEED_KBUILD" = "$kb" ] || echo "$DEB_SEED_KBUILD=$DEB_SEED_KBUILD"
 }
-# deb_unseed: unmounted, and the directories made for them removed again
-# where empty.
+# deb_unseed: unmounted; the mount points outside /var/lib/svcrdma-rs
+# removed again where empty (the package's purge must remove that one).
 deb_unseed() {
 	local d
 	[ -n "${DEB_SEED_KBUILD:-}" ] || return 0
@@ -178,7 +178,9 @@ deb_unseed() {
 		! mountpoint -q "$DR${d#*=}" || umount "$DR${d#*=}"
 	done
 	for d in $(deb_seed_dirs); do
-		[ ! -d "$DR${d#*=}" ] || rmdir -p --ignore-fail-on-non-empty "$DR${d#*=}" 2>/dev/null || true
+		d=${d#*=}
+		[[ $d == /var/lib/svcrdma-rs/* ]] || [ ! -d "$DR$d" ] ||
+			rmdir -p --ignore-fail-on-non-empty "$DR$d" 2>/dev/null || true
 	done
 	return 0
 }

@@ -27,7 +27,8 @@
 #                   nothing), files, rebuild, purge (tests/host/deb.sh, ~10 min)
 #   make deb-vm-test  the package in a VM on Debian's own 7.3 kernel: install,
 #                   rdma-core's load, rpc.nfsd --rdma=20049, a mount, rebuild,
-#                   purge (tests/vm/deb.sh; make check's distro suite has it)
+#                   purge (tests/vm/deb.sh; make check's distro suite has
+#                   all but the rebuild, with the install and purge on the host)
 #   make bootstrap-test  scripts/bootstrap in a fresh Debian 12 root without
 #                   rustup (debootstrap + chroot; not in make check)
 #   make stall      two VMs: client A stops acknowledging mid-transfer while

@@ -8,13 +8,15 @@
 # module here, in the guest), rdma-core's module list loaded, rpc.nfsd
 # --rdma=20049 and Debian 13's own ways to start nfsd serving mounts; then
 # tests/vm/data.sh with the module DKMS built; then a kernel upgrade's
-# rebuild (not in the check profile) and apt-get purge (tests/vm/deb-lib.sh). Debian's kernel has no
-# soft-iWARP (CONFIG_RDMA_SIW is not set): the configurations are
-# soft-RoCE only.
+# rebuild (not in the check profile) and apt-get purge (tests/vm/deb-lib.sh).
+# With DEB_STAGE=host (make check) the install and the purge ran on the host
+# in this same root (tests/host/deb-stage.sh) and are not repeated here.
+# Debian's kernel has no soft-iWARP (CONFIG_RDMA_SIW is not set): the
+# configurations are soft-RoCE only.
 #
 # Environment: KREL (the kernel release), KO (the module scripts/distro-
 # kernel built on the host), DEB, DEBROOT, DEB_SEED_KBUILD, DEB_SEED_SRC
-# (tests/vm/deb-lib.sh), and data.sh's (PROFILE, CONFIGS, ...).
+# (tests/vm/deb-lib.sh), DEB_STAGE, and data.sh's (PROFILE, CONFIGS, ...).
 . "$(dirname "$0")/lib.sh"
 : "${KREL:?}" "${KO:?}" "${DEB:?}" "${DEBROOT:?}"
 export CONFIGS=${CONFIGS:-rxe:frmr rxe:dma_mr}
@@ -48,8 +50,12 @@ sed 's/^/    /' /tmp/distro-check.out 2>/dev/null
 DR=$DEBROOT
 . "$(dirname "$0")/deb-lib.sh"
 deb_root_mounts
-t_run deb_install deb_install
-t_run deb_files deb_files
+# DEB_STAGE=host (make check): the package was installed, and will be
+# purged, on the host in this same root (tests/host/deb-stage.sh).
+if [ "${DEB_STAGE:-vm}" != host ]; then
+	t_run deb_install deb_install
+	t_run deb_files deb_files
+fi
 # From here the kernel's module requests go to DEBROOT's modprobe too.
 deb_kernel_modprobe on
 t_run deb_rdma_core_load deb_rdma_core_load
@@ -116,7 +122,7 @@ if [ "${PROFILE:-full}" = check ]; then
 else
 	t_run deb_upgrade_rebuild deb_upgrade_rebuild
 fi
-t_run deb_purge deb_purge
+[ "${DEB_STAGE:-vm}" = host ] || t_run deb_purge deb_purge
 p=$(grep -c '^PASS ' /tmp/distro-data.out) f=$(grep -c '^FAIL ' /tmp/distro-data.out)
 echo "stock kernel $KREL: the tests above and data.sh's together:"
 echo "$((T_PASSED + p)) passed, $((T_FAILED + f)) failed"

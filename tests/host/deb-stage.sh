@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The Debian package's install and purge on the host, for make check's
+# distro suite (scripts/distro-kernel-test with DEB_STAGE=host): apt-get
+# install and purge in the trixie root the VM then boots Debian's kernel on,
+# natively. Under TCG the install's DKMS build took ~9 of the suite's 14
+# minutes; here it takes well under one. The same root, dpkg, dkms, the
+# package's hook and Debian's compilers; what only the VM shows (the
+# install and a kernel upgrade's rebuild while that kernel runs) is make
+# deb-vm-test's.
+#
+#   tests/host/deb-stage.sh install|purge
+#
+# Run by scripts/distro-kernel-test in a private mount namespace (unshare):
+# the root's /proc, /sys, /dev and the seeded kbuild tree are mounted for
+# this step only. Environment: DR (the root: an overlay the caller mounted
+# where the VM sees it), DEB, KREL, DEB_TMP (kept between the steps: the
+# snapshot before the install, dpkg -L's list), and for install
+# DEB_SEED_KBUILD and DEB_SEED_SRC (tests/vm/deb-lib.sh). Prints PASS/FAIL
+# lines (no summary: the caller counts); exits 1 if a test failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/scripts/lib.sh"
+: "${DR:?}" "${DEB:?}" "${KREL:?}" "${DEB_TMP:?}"
+export TMPDIR=$DEB_TMP
+. "$root/tests/vm/lib.sh"
+. "$root/tests/vm/deb-lib.sh"
+deb_root_mounts
+case ${1:-} in
+install)
+	: "${DEB_SEED_KBUILD:?}" "${DEB_SEED_SRC:?}"
+	t_run deb_install deb_install
+	# While the seeded tree is mounted: deb_files reads its settings.
+	t_run deb_files deb_files
+	deb_unseed
+	;;
+purge)
+	unset DEB_SEED_KBUILD
+	t_run deb_purge deb_purge
+	;;
+*) die "usage: tests/host/deb-stage.sh install|purge" ;;
+esac
+[ "$T_FAILED" = 0 ]

@@ -299,8 +299,8 @@ int main(void)
 	do_mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL, 0);
 	do_mount("configfs", "/sys/kernel/config", "configfs", 0, NULL, 1);
 	/*
-	 * kmemleak's own thread would start a scan a minute after boot, right
-	 * while vm-init scans; vm-init scans before and after the command.
+	 * kmemleak's own thread would start a scan a minute after boot, in the
+	 * middle of the command; vm-init scans after the command.
 	 */
 	if (!access("/sys/kernel/debug/kmemleak", W_OK))
 		write_file("/sys/kernel/debug/kmemleak", "scan=off");

@@ -24,6 +24,21 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 export TMPDIR=$DEB_TMP
 . "$root/tests/vm/lib.sh"
 . "$root/tests/vm/deb-lib.sh"
+# The seeded trees are this host's own caches: the package's hook writes
+# its settings into the kbuild tree (and would make it again if it did not
+# match the root's kernel). In the VM a bind mount was enough (the guest's
+# /var is a private copy); here each is an overlay whose upper layer is in
+# DEB_TMP, so the caches stay as they are.
+deb_seed() {
+	local d i=0
+	for d in $(deb_seed_dirs); do
+		i=$((i + 1))
+		mkdir -p "$DR${d#*=}" "$DEB_TMP/seed$i/upper" "$DEB_TMP/seed$i/work"
+		mount -t overlay overlay \
+			-o "lowerdir=${d%%=*},upperdir=$DEB_TMP/seed$i/upper,workdir=$DEB_TMP/seed$i/work" "$DR${d#*=}" ||
+			fail "cannot mount an overlay of ${d%%=*} at ${d#*=} in the root"
+	done
+}
 deb_root_mounts
 case ${1:-} in
 install)

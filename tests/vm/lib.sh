@@ -18,6 +18,7 @@
 # never skips silently).
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+. "$ROOT/scripts/kmemleak-since.sh"
 T_PASSED=0
 T_FAILED=0
 T_SKIPPED=0

@@ -87,6 +87,12 @@ connect() {
 		done
 		((REPLY > before)) || fail "established, but no new connection in $S/connections within 10 s"
 		CONN=$S/connections/$REPLY
+		# sysfs shows a new directory before its files (kobject_add makes
+		# the directory, then its attribute group): wait for the last one.
+		for ((i = 0; i < 100; i++)); do
+			[ -e "$CONN/backchannel" ] || [ ! -d "$CONN" ] && break
+			nap 0.1
+		done
 	fi
 }
 

@@ -74,7 +74,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile stall mutants check demo clean \
+.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile stall dropin mutants check demo clean \
 	install uninstall dkms-add deb deb-test deb-vm-test
 
 all: module
@@ -146,7 +146,7 @@ bench-proto:
 # The VM suites load the tree's svcrdma_rs.ko: built first, so that a fresh
 # clone can run any of them directly.
 vm-test: module
-	$(ROOT)/tests/vm/run
+	$(ROOT)/tests/vm/run all
 
 # The full-size data-path suites (make check runs data-check, the same
 # suite sized for CI's budget, and dropin).
@@ -164,6 +164,12 @@ hostile: module
 
 stall: module
 	$(ROOT)/tests/vm/run stall
+
+# The two-VM drop-in test (make install, nfs.conf, rdma-core's autoload, a
+# client VM whose mount autoloads rpcrdma): in make vm-test; make check's
+# distro suite takes the same start routes with the Debian package.
+dropin: module
+	$(ROOT)/tests/vm/run dropin
 
 # Each planted fault must make its suite fail (tests/vm/run mutants).
 mutants:

@@ -34,6 +34,10 @@ expect pass "all declared tests ran" -- suite 3 3
 expect fail "one declared test never ran" -- suite 3 2
 expect fail "more tests ran than declared" -- suite 2 3
 expect pass "T_ONLY skips count as run" -- suite 3 3 "t1"
+expect pass "t_full: skipped under PROFILE=check, counted as run" -- \
+	bash -c '. "$1"; PROFILE=check; t_plan 2; t_run a true; t_full b false; t_summary' _ "$lib"
+expect fail "t_full: runs (and fails) in the full profile" -- \
+	bash -c '. "$1"; t_plan 2; t_run a true; t_full b false; t_summary' _ "$lib"
 expect fail "a failed test fails the summary" -- bash -c '. "$1"; t_plan 1; t_run t1 false; t_summary' _ "$lib"
 out=$(suite 3 2)
 grep -q '^FAIL suite_plan: 3 tests declared (t_plan), 2 ran$' <<<"$out" || { echo "WRONG: no suite_plan line in: $out"; bad=1; }
@@ -61,6 +65,24 @@ want_ss 0 "summary_seen: a complete suite" $'PASS a\nPASS b\n2 passed, 0 failed\
 want_ss 1 "summary_seen: a suite cut off before its summary" $'PASS a\nPASS b\n'
 want_ss 1 "summary_seen: a summary that disagrees with the lines" $'PASS a\n2 passed, 0 failed\n'
 want_ss 1 "summary_seen: a test that printed no result" $'PASS a\nFAIL b: x\n3 passed, 1 failed\n'
+# tests/vm/parts.sh (make check's core suite, several suites in one boot):
+# a part cut off before its summary, or exiting non-zero with no failed
+# test, fails; complete parts give one summary line that tests/vm/run's
+# summary_seen accepts.
+pd=$TMPDIR/parts
+mkdir -p "$pd"
+printf '. "%s"\nt_plan 2\nt_run a true\nt_run b true\nt_summary\n' "$lib" >"$pd/good.sh"
+printf '. "%s"\nt_plan 2\nt_run a true\nexit 1\n' "$lib" >"$pd/cut.sh"
+printf '. "%s"\nt_plan 1\nt_run a true\nt_summary\nexit 3\n' "$lib" >"$pd/status.sh"
+parts() { PARTS_DIR=$pd PARTS_RESET=none bash "$(dirname "$lib")/parts.sh" "$@"; }
+expect pass "parts.sh: two complete parts" -- parts good good
+expect fail "parts.sh: a part cut off before its summary" -- parts good cut
+expect fail "parts.sh: a part exiting non-zero with no failed test" -- parts status good
+expect fail "parts.sh: no such suite" -- parts good nosuch
+out=$(parts good cut good)
+grep -q '^FAIL part_cut: no summary line' <<<"$out" || { echo "WRONG: no part_cut failure in: $out"; bad=1; }
+want_ss 0 "summary_seen: parts.sh's output for two complete parts" "$(parts good good)"$'\n'
+want_ss 0 "summary_seen: parts.sh's output with a cut part (its FAIL line counted)" "$(parts good cut)"$'\n'
 # dmesg_mark/dmesg_since_mark once the ring is full: a ring of 4 lines
 # (the mark one of them), then 3 more lines push the oldest out; the lines
 # since the mark are the 3 new ones, not none (a line count, the old mark,

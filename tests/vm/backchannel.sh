@@ -29,7 +29,9 @@
 #
 # Environment:
 #   KO=PATH          the module (default: svcrdma_rs.ko of this tree)
-#   PROFILE=check|off
+#   PROFILE=full|check|off  check (make check's core suite) leaves the
+#                    recall under fio load and the hostile backchannel to
+#                    full (make vm-test, make hostile's backchannel-full)
 #   CONFIGS="rxe:frmr:4.1 rxe:dma_mr:4.2 siw:frmr:4.2 siw:dma_mr:4.1"
 #                    device:memory model:NFS version, one mount each
 #   RECALL_SECS=5    how long a recalled operation may take
@@ -45,7 +47,7 @@ HOSTILE_BC=$(dirname "$0")/hostile-bc.sh
 [ -f "$HOSTILE_BC" ] && . "$HOSTILE_BC"
 
 KO=${KO:-$ROOT/svcrdma_rs.ko}
-PROFILE=${PROFILE:-check}
+PROFILE=${PROFILE:-full}
 if [ "$PROFILE" = off ]; then
 	CONFIGS=${CONFIGS:-rxe:frmr:4.2}
 fi
@@ -440,10 +442,10 @@ for cfg in $CONFIGS; do
 		t_run second_client_setup t_second_client_setup
 		t_run "${TAG}_second_client_create" t_second_client
 		if [ "$PROFILE" != off ]; then
-			t_run "${TAG}_recall_under_fio" t_recall_under_load
+			t_full "${TAG}_recall_under_fio" t_recall_under_load
 			t_run "${TAG}_recall_after_reconnect" t_recall_after_reconnect
 			if declare -F hostile_bc_test >/dev/null; then
-				t_run "${TAG}_hostile_backchannel" hostile_bc_test
+				t_full "${TAG}_hostile_backchannel" hostile_bc_test
 			fi
 			t_run "${TAG}_umount_with_recalls_in_flight" t_umount_in_flight
 		else

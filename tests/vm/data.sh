@@ -281,11 +281,11 @@ for cfg in $CONFIGS; do
 	if [ $full = 1 ]; then
 		t_run "${tag}_rsize_wsize" t_rsize_wsize
 		t_run "${tag}_fio_verify" t_fio_verify
-		t_run "${tag}_tarball" t_tarball
+		t_full "${tag}_tarball" t_tarball
 	fi
 	if [ "$cfg" = "$FIRST" ]; then
 		t_run "${tag}_big_file" t_big_file
-		t_run "${tag}_big_directory" t_big_directory
+		t_full "${tag}_big_directory" t_big_directory
 		t_run "${tag}_mount_cycles" t_mount_cycles
 		if [ "$PROFILE" = check ] && [ "$SERVER" = rs ] && [ -n "${HOSTILE_SHORT:-}" ]; then
 			t_run "${tag}_hostile_client" hostile_test "$HOSTILE_SHORT" 3 "${HOSTILE_SHORT_VOLUME:-5000}"

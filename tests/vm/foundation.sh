@@ -138,5 +138,5 @@ t_run rmmod_refused_while_listening t_rmmod_refused_while_listening
 t_run stop_and_rmmod_clean t_stop_and_rmmod_clean
 t_run bad_name_refused t_bad_name_refused
 t_run name_taken t_name_taken
-t_run c_svcrdma_reference_mount t_c_svcrdma_reference_mount
+t_full c_svcrdma_reference_mount t_c_svcrdma_reference_mount
 t_summary

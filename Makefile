@@ -148,8 +148,8 @@ bench-proto:
 vm-test: module
 	$(ROOT)/tests/vm/run all
 
-# The full-size data-path suites (make check runs data-check, the same
-# suite sized for CI's budget, and dropin).
+# The full-size data-path suites (make check and make vm-test run
+# data-check, the same suite sized for CI's budget).
 vm-test-data: module
 	$(ROOT)/tests/vm/run data data-c
 

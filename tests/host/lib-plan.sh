@@ -34,10 +34,10 @@ expect pass "all declared tests ran" -- suite 3 3
 expect fail "one declared test never ran" -- suite 3 2
 expect fail "more tests ran than declared" -- suite 2 3
 expect pass "T_ONLY skips count as run" -- suite 3 3 "t1"
-expect pass "t_full: skipped under PROFILE=check, counted as run" -- \
+expect pass "t_full: skipped in the core suite (T_CORE=1), counted as run" -- \
+	bash -c '. "$1"; T_CORE=1; t_plan 2; t_run a true; t_full b false; t_summary' _ "$lib"
+expect fail "t_full: runs (and fails) elsewhere, PROFILE=check included" -- \
 	bash -c '. "$1"; PROFILE=check; t_plan 2; t_run a true; t_full b false; t_summary' _ "$lib"
-expect fail "t_full: runs (and fails) in the full profile" -- \
-	bash -c '. "$1"; t_plan 2; t_run a true; t_full b false; t_summary' _ "$lib"
 expect fail "a failed test fails the summary" -- bash -c '. "$1"; t_plan 1; t_run t1 false; t_summary' _ "$lib"
 out=$(suite 3 2)
 grep -q '^FAIL suite_plan: 3 tests declared (t_plan), 2 ran$' <<<"$out" || { echo "WRONG: no suite_plan line in: $out"; bad=1; }
@@ -74,11 +74,16 @@ mkdir -p "$pd"
 printf '. "%s"\nt_plan 2\nt_run a true\nt_run b true\nt_summary\n' "$lib" >"$pd/good.sh"
 printf '. "%s"\nt_plan 2\nt_run a true\nexit 1\n' "$lib" >"$pd/cut.sh"
 printf '. "%s"\nt_plan 1\nt_run a true\nt_summary\nexit 3\n' "$lib" >"$pd/status.sh"
+# A daemon the suite starts keeps a copy of its stdout (as rpcbind does of
+# connect.sh's): the part still ends when the suite does.
+printf '. "%s"\nexec {o}>&1\nt_plan 1\nt_run a true\nsetsid sleep 67 &\nt_summary\n' "$lib" >"$pd/daemon.sh"
 parts() { PARTS_DIR=$pd PARTS_RESET=none bash "$(dirname "$lib")/parts.sh" "$@"; }
 expect pass "parts.sh: two complete parts" -- parts good good
 expect fail "parts.sh: a part cut off before its summary" -- parts good cut
 expect fail "parts.sh: a part exiting non-zero with no failed test" -- parts status good
 expect fail "parts.sh: no such suite" -- parts good nosuch
+expect pass "parts.sh: a part whose daemon holds its stdout ends with it" -- timeout 30 bash -c "$(declare -f parts); pd=$pd lib=$lib; parts daemon good"
+pkill -x -f 'sleep 67' || true
 out=$(parts good cut good)
 grep -q '^FAIL part_cut: no summary line' <<<"$out" || { echo "WRONG: no part_cut failure in: $out"; bad=1; }
 want_ss 0 "summary_seen: parts.sh's output for two complete parts" "$(parts good good)"$'\n'

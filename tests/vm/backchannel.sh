@@ -29,9 +29,9 @@
 #
 # Environment:
 #   KO=PATH          the module (default: svcrdma_rs.ko of this tree)
-#   PROFILE=full|check|off  check (make check's core suite) leaves the
+#   PROFILE=check|off  (make check's core suite, T_CORE=1, leaves the
 #                    recall under fio load and the hostile backchannel to
-#                    full (make vm-test, make hostile's backchannel-full)
+#                    make vm-test and make hostile's backchannel-full)
 #   CONFIGS="rxe:frmr:4.1 rxe:dma_mr:4.2 siw:frmr:4.2 siw:dma_mr:4.1"
 #                    device:memory model:NFS version, one mount each
 #   RECALL_SECS=5    how long a recalled operation may take
@@ -47,7 +47,7 @@ HOSTILE_BC=$(dirname "$0")/hostile-bc.sh
 [ -f "$HOSTILE_BC" ] && . "$HOSTILE_BC"
 
 KO=${KO:-$ROOT/svcrdma_rs.ko}
-PROFILE=${PROFILE:-full}
+PROFILE=${PROFILE:-check}
 if [ "$PROFILE" = off ]; then
 	CONFIGS=${CONFIGS:-rxe:frmr:4.2}
 fi

@@ -5,7 +5,7 @@
 #                              "PASS NAME" or "FAIL NAME: reason" and the
 #                              test's output
 #   fail MSG                   in a test: fail with that reason
-#   t_full NAME FUNC [ARGS...] t_run, but skipped under PROFILE=check (below)
+#   t_full NAME FUNC [ARGS...] t_run, but skipped in make check's core suite (below)
 #   t_plan N                   declares that N tests follow (T_ONLY's skips count)
 #   t_summary                  prints "N passed, N failed"; status 1 if any failed,
 #                              or if fewer (or more) tests ran than t_plan declared
@@ -63,13 +63,13 @@ t_run() {
 	rm -f "$out"
 }
 
-# t_full NAME FUNC [ARGS...]: t_run in the full profile only. With
-# PROFILE=check (make check's core suite, data-check, faults-check) it
-# prints "SKIP NAME (...)" and counts as run for t_plan: the test runs in
-# make vm-test, which gives each suite its own boot and its full profile.
+# t_full NAME FUNC [ARGS...]: t_run, except in make check's core suite
+# (tests/vm/parts.sh sets T_CORE=1), where it prints "SKIP NAME (...)" and
+# counts as run for t_plan: make vm-test runs the suite in its own boot,
+# this test included.
 t_full() {
-	if [ "${PROFILE:-full}" = check ]; then
-		echo "SKIP $1 (PROFILE=check: make vm-test runs it)"
+	if [ -n "${T_CORE:-}" ]; then
+		echo "SKIP $1 (make check's core suite: make vm-test runs it)"
 		T_SKIPPED=$((T_SKIPPED + 1))
 		return 0
 	fi

@@ -19,62 +19,81 @@
 . "$(dirname "$0")/nfs.sh"
 here=${PARTS_DIR:-$(cd "$(dirname "$0")" && pwd)}
 
-# reset_guest: what a suite may leave behind. Prints what it removed.
+# reset_guest: what a suite may leave behind. Prints what it removed; fails
+# (after doing the rest) if svcrdma_rs cannot be unloaded.
 reset_guest() {
-	local m d n gone=()
+	local m t d n rc=0 gone=()
 	while read -r _ m t _; do
-		case $t in nfs | nfs4) umount -f "$m" 2>/dev/null || umount -l "$m"; gone+=("mount $m") ;; esac
+		case $t in nfs | nfs4)
+			timeout 60 umount -f "$m" 2>/dev/null || timeout 60 umount -l "$m"
+			gone+=("mount $m") ;;
+		esac
 	done < <(tac /proc/mounts)
+	# Writing 0 also takes down listeners that no thread ever served.
 	if [ -w /proc/fs/nfsd/threads ]; then
 		rd /proc/fs/nfsd/threads
-		[ "${REPLY:-0}" = 0 ] || { echo 0 >/proc/fs/nfsd/threads; gone+=("nfsd threads"); }
+		[ "${REPLY:-0}" = 0 ] || gone+=("nfsd threads")
+		echo 0 >/proc/fs/nfsd/threads
 	fi
 	for n in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
 		ip netns delete "$n" && gone+=("netns $n")
 	done
 	if [ -d /sys/module/svcrdma_rs ]; then
-		wait_for 30 rmmod svcrdma_rs || { echo "reset: rmmod svcrdma_rs failed (refcnt $(cat /sys/module/svcrdma_rs/refcnt))"; return 1; }
-		gone+=(svcrdma_rs)
+		if wait_for 30 rmmod svcrdma_rs; then
+			gone+=(svcrdma_rs)
+		else
+			echo "reset: rmmod svcrdma_rs failed (refcnt $(cat /sys/module/svcrdma_rs/refcnt))"
+			rc=1
+		fi
 	fi
+	# An RDMA mount's transport goes from a work item after the umount.
 	if [ -d /sys/module/rpcrdma ]; then
-		modprobe -r rpcrdma && gone+=(rpcrdma)
+		if wait_for 30 modprobe -r rpcrdma; then gone+=(rpcrdma); else echo "reset: modprobe -r rpcrdma failed"; fi
 	fi
 	for d in $(rdma link show 2>/dev/null | awk '$1 == "link" { split($2, a, "/"); print a[1] }' | sort -u); do
-		rdma link delete "$d" && gone+=("rdma link $d")
+		timeout 60 rdma link delete "$d" && gone+=("rdma link $d")
 	done
 	if mountpoint -q "$NFS_EXPORT" 2>/dev/null; then
 		exportfs -ua 2>/dev/null || true
-		umount "$NFS_EXPORT" && gone+=("export tmpfs")
+		timeout 60 umount "$NFS_EXPORT" && gone+=("export tmpfs")
 	fi
 	echo "reset: ${gone[*]:-nothing to remove}"
+	return $rc
 }
 
+# run_part SUITE: the suite's output goes to a file, shown as it grows. Not
+# through a pipe: daemons a suite starts (rpcbind) inherit its descriptors,
+# the copies of stdout some suites keep included, and a reader of a pipe
+# would wait for them to exit.
 run_part() {
-	local s=$1 log=${TMPDIR:-/tmp}/part.$1.log t0=$SECONDS rc l p f
-	# Every part in its check profile (lib.sh's t_full: tests that make
-	# vm-test runs), the short hostile client left to make hostile.
-	local -a envs=(env -u CONFIGS PROFILE=check)
+	local s=$1 log=${TMPDIR:-/tmp}/part.$1.log t0=$SECONDS rc l p f pid
+	# The core suite's trims (lib.sh's t_full), the short hostile client
+	# left to make hostile.
+	local -a envs=(env -u CONFIGS T_CORE=1)
 	case $s in
 	data-check) envs+=(HOSTILE_SHORT=) ;;
 	backchannel) envs+=("CONFIGS=${BC_CONFIGS:-rxe:frmr:4.1 siw:dma_mr:4.2}") ;;
 	esac
 	echo "== part $s"
-	"${envs[@]}" bash "$here/$s.sh" </dev/null 2>&1 |
-		sed -u -E "s/^([0-9]+ passed, [0-9]+ failed)\$/== part $s: \\1/" | tee "$log"
-	rc=${PIPESTATUS[0]}
-	l=$(grep -aE "^== part $s: [0-9]+ passed, [0-9]+ failed\$" "$log" | tail -n 1)
+	: >"$log"
+	"${envs[@]}" bash "$here/$s.sh" </dev/null >"$log" 2>&1 &
+	pid=$!
+	tail -n +1 --pid=$pid -f "$log" | sed -u -E "s/^([0-9]+ passed, [0-9]+ failed)\$/== part $s: \\1/"
+	wait $pid
+	rc=$?
+	l=$(grep -aE '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
 	p=$(grep -ac '^PASS ' "$log") f=$(grep -ac '^FAIL ' "$log")
 	if [ -z "$l" ]; then
 		echo "FAIL part_$s: no summary line: the suite stopped before its end (exit $rc)"
-	elif [ "$l" != "== part $s: $p passed, $f failed" ]; then
-		echo "FAIL part_$s: its summary says '${l#*: }', but $p PASS and $f FAIL lines were printed"
+	elif [ "$l" != "$p passed, $f failed" ]; then
+		echo "FAIL part_$s: its summary says '$l', but $p PASS and $f FAIL lines were printed"
 	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "FAIL part_$s: exited $rc with no failed test"
 	fi
 	echo "== part $s took $((SECONDS - t0)) s"
 	rm -f "$log"
 	[ "${PARTS_RESET:-}" != none ] || return 0
-	reset_guest >/tmp/reset.out 2>&1 || echo "FAIL part_${s}_reset: $(tail -n 1 /tmp/reset.out)"
+	reset_guest >/tmp/reset.out 2>&1 || echo "FAIL part_${s}_reset: $(grep '^reset: .*failed' /tmp/reset.out | head -n 1)"
 	cat /tmp/reset.out
 }
 

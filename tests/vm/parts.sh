@@ -6,8 +6,9 @@
 #   tests/vm/parts.sh SUITE...
 #
 # Each SUITE (tests/vm/SUITE.sh) runs as a process of its own, in order,
-# with the settings tests/vm/run gives it when it runs alone (below). Its
-# summary line is renamed "== part SUITE: N passed, N failed"; a part that
+# with T_CORE=1 (lib.sh's t_full skips what make vm-test runs) and the
+# settings in run_part. Its summary line is shown as
+# "== part SUITE: N passed, N failed"; a part that
 # stops before its summary, or exits non-zero with no failed test, fails as
 # part_SUITE. Between parts, reset_guest takes down what a suite leaves
 # standing by design (devices, rpcrdma, the export, mounts) and fails as

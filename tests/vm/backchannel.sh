@@ -104,6 +104,16 @@ timed() {
 	return $rc
 }
 
+# phase_start, phase WHAT: the time of each step of a long test, printed
+# either way (where a slow run spends its time).
+phase_start() { PHASE_US=${EPOCHREALTIME/./}; }
+phase() {
+	local now=${EPOCHREALTIME/./}
+	printf '%s: %s after %d.%01d s\n' "$TAG" "$1" $(((now - PHASE_US) / 1000000)) \
+		$(((now - PHASE_US) % 1000000 / 100000)) >&"$BC_OUT"
+	PHASE_US=$now
+}
+
 # within SECS: the last timed command took less than SECS seconds.
 within() { ((ELAPSED_US < $1 * 1000000)); }
 
@@ -340,31 +350,56 @@ t_recall_after_reconnect() {
 # in_flight N: N local writes to files the client holds delegations on,
 # started at once (each needs a recall); their pids in INFLIGHT. At least
 # one delegation must be held, or nothing would be in flight.
+#
+# nfsd grants by its own heuristics: never on a file whose handle hashes into
+# its filter of recently recalled ones (fs/nfsd's block_delegations: 30-60 s,
+# so a whole batch can stay refused), and a client may give back delegations
+# on files it has no open for (CB_RECALL_ANY from nfsd's shrinker, under the
+# debug guest's memory pressure). So the files stay open here (re-opened, a
+# new OPEN, until delegated), and a batch that gets none for 10 s is replaced
+# by new files, up to 4 batches (CI once saw 15 s of OPENs of one batch of
+# 6 files get no delegation).
 in_flight() {
-	local i f r held=0
+	local i b r f held=0 fds=()
 	INFLIGHT=()
-	for ((i = 0; i < $1; i++)); do
-		local_change sh -c "echo data >'$EXP/fl.$TAG.$i'"
-	done
-	# nfsd hands out delegations by its own heuristics (and not for a while
-	# after recalls on the same files' hash, fs/nfsd's block_delegations):
-	# opens are retried for up to 15 s (5 s once proved too short).
-	for ((r = 0; r < 15 && held == 0; r++)); do
+	for ((b = 0; b < 4 && held == 0; b++)); do
 		for ((i = 0; i < $1; i++)); do
-			f=fl.$TAG.$i
-			has_deleg "$f" || cat "$MNT/$f" >/dev/null
+			local_change sh -c "echo data >'$EXP/fl.$TAG.$b.$i'"
+			fds[i]=
 		done
-		nap 1
-		held=0
-		for ((i = 0; i < $1; i++)); do
-			has_deleg "fl.$TAG.$i" && held=$((held + 1))
+		for ((r = 0; r < 10 && held == 0; r++)); do
+			for ((i = 0; i < $1; i++)); do
+				f=fl.$TAG.$b.$i
+				has_deleg "$f" && continue
+				[ -z "${fds[i]}" ] || exec {fds[i]}<&-
+				exec {fds[i]}<"$MNT/$f" || fail "cannot open $MNT/$f"
+			done
+			nap 1
+			held=0
+			for ((i = 0; i < $1; i++)); do
+				has_deleg "fl.$TAG.$b.$i" && held=$((held + 1))
+			done
 		done
+		((held)) || close_fds
 	done
-	[ $held -gt 0 ] || { states; fail "no delegation held: no recall would be in flight"; }
-	echo "recalls in flight: $held of $1 files delegated" >&"$BC_OUT"
+	b=$((b - 1))
+	[ $held -gt 0 ] || { states; fail "no delegation held on $(($1 * 4)) files in 4 batches: no recall would be in flight ($(cb_note))"; }
+	echo "recalls in flight: $held of $1 files delegated (batch $((b + 1)))" >&"$BC_OUT"
 	for ((i = 0; i < $1; i++)); do
-		sh -c "echo more >>'$EXP/fl.$TAG.$i'" &
+		sh -c "echo more >>'$EXP/fl.$TAG.$b.$i'" &
 		INFLIGHT+=($!)
+	done
+	# The writers wait for the recalls; the client's files are closed (an
+	# open file would keep the umount busy).
+	close_fds
+}
+
+# close_fds: closes in_flight's descriptors (its local array fds).
+close_fds() {
+	local i
+	for i in "${!fds[@]}"; do
+		[ -z "${fds[i]}" ] || exec {fds[i]}<&-
+		fds[i]=
 	done
 }
 
@@ -387,9 +422,13 @@ t_umount() {
 
 # umount while recalls are in flight.
 t_umount_in_flight() {
+	phase_start
 	in_flight 6
+	phase "delegations held"
 	t_umount
+	phase umount
 	wait_in_flight umount
+	phase "writers done"
 }
 
 # nfsd stop with recalls in flight: every connection goes; nfsd started
@@ -398,9 +437,13 @@ t_nfsd_stop_in_flight() {
 	server_up "$DEV" "$MODEL"
 	nfs_mount "vers=$VERS,proto=rdma,port=$PORT" $MNT || fail "mount failed"
 	wait_callback_up 20
+	phase_start
 	in_flight 6
+	phase "delegations held"
 	timeout 120 sh -c 'echo 0 >/proc/fs/nfsd/threads' || fail "stopping nfsd did not complete within 120 s"
+	phase "nfsd stopped"
 	wait_in_flight "nfsd stop"
+	phase "writers done"
 	local i
 	for ((i = 0; i < 120; i++)); do
 		last_conn
@@ -408,10 +451,13 @@ t_nfsd_stop_in_flight() {
 		nap 0.5
 	done
 	[ "$REPLY" = 0 ] || fail "connection $REPLY still in sysfs 60 s after nfsd stopped"
+	phase "connections gone"
 	# nfsd back: the client reconnects and its mount works and goes.
 	server_up "$DEV" "$MODEL"
 	timeout 120 ls $MNT >/dev/null || fail "the mount did not come back after nfsd restarted"
+	phase "mount back"
 	t_umount
+	phase umount
 }
 
 # rmmod once nfsd is stopped. Each backchannel holds a module reference

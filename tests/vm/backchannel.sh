@@ -347,9 +347,11 @@ t_recall_after_reconnect() {
 	t_dir_recall reconnect
 }
 
-# in_flight N: N local writes to files the client holds delegations on,
-# started at once (each needs a recall); their pids in INFLIGHT. At least
-# one delegation must be held, or nothing would be in flight.
+# in_flight N: N local writes to N new files, started at once once the
+# client holds delegations on some of them (each of those writes needs a
+# recall); their pids in INFLIGHT. At least one delegation must be held, or
+# nothing would be in flight. (The names carry the test's pid: files written
+# here are blocked from delegation for a while.)
 #
 # nfsd grants by its own heuristics: never on a file whose handle hashes into
 # its filter of recently recalled ones (fs/nfsd's block_delegations: 30-60 s,
@@ -360,16 +362,16 @@ t_recall_after_reconnect() {
 # by new files, up to 4 batches (CI once saw 15 s of OPENs of one batch of
 # 6 files get no delegation).
 in_flight() {
-	local i b r f held=0 fds=()
+	local i b r f held=0 fds=() base=fl.$TAG.$BASHPID
 	INFLIGHT=()
 	for ((b = 0; b < 4 && held == 0; b++)); do
 		for ((i = 0; i < $1; i++)); do
-			local_change sh -c "echo data >'$EXP/fl.$TAG.$b.$i'"
+			local_change sh -c "echo data >'$EXP/$base.$b.$i'"
 			fds[i]=
 		done
 		for ((r = 0; r < 10 && held == 0; r++)); do
 			for ((i = 0; i < $1; i++)); do
-				f=fl.$TAG.$b.$i
+				f=$base.$b.$i
 				has_deleg "$f" && continue
 				[ -z "${fds[i]}" ] || exec {fds[i]}<&-
 				exec {fds[i]}<"$MNT/$f" || fail "cannot open $MNT/$f"
@@ -377,7 +379,7 @@ in_flight() {
 			nap 1
 			held=0
 			for ((i = 0; i < $1; i++)); do
-				has_deleg "fl.$TAG.$b.$i" && held=$((held + 1))
+				has_deleg "$base.$b.$i" && held=$((held + 1))
 			done
 		done
 		((held)) || close_fds
@@ -386,7 +388,8 @@ in_flight() {
 	[ $held -gt 0 ] || { states; fail "no delegation held on $(($1 * 4)) files in 4 batches: no recall would be in flight ($(cb_note))"; }
 	echo "recalls in flight: $held of $1 files delegated (batch $((b + 1)))" >&"$BC_OUT"
 	for ((i = 0; i < $1; i++)); do
-		sh -c "echo more >>'$EXP/fl.$TAG.$b.$i'" &
+		# (not holding the client's files open itself)
+		(close_fds && exec sh -c "echo more >>'$EXP/$base.$b.$i'") &
 		INFLIGHT+=($!)
 	done
 	# The writers wait for the recalls; the client's files are closed (an

@@ -376,10 +376,10 @@ in_flight() {
 	local i b r f held=0 fds=() base=fl.$TAG.$BASHPID
 	INFLIGHT=()
 	for ((b = 0; b < 4 && held == 0; b++)); do
-		for ((i = 0; i < $1; i++)); do
-			local_change sh -c "echo data >'$EXP/$base.$b.$i'"
-			fds[i]=
-		done
+		# One local change for the batch (each may need a recall of the
+		# client's delegation on the export's root).
+		local_change sh -c "for i in \$(seq 0 $(($1 - 1))); do echo data >'$EXP/$base.$b.'\$i; done"
+		for ((i = 0; i < $1; i++)); do fds[i]=; done
 		for ((r = 0; r < 10 && held == 0; r++)); do
 			for ((i = 0; i < $1; i++)); do
 				f=$base.$b.$i

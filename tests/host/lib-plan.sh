@@ -65,6 +65,14 @@ want_ss 0 "summary_seen: a complete suite" $'PASS a\nPASS b\n2 passed, 0 failed\
 want_ss 1 "summary_seen: a suite cut off before its summary" $'PASS a\nPASS b\n'
 want_ss 1 "summary_seen: a summary that disagrees with the lines" $'PASS a\n2 passed, 0 failed\n'
 want_ss 1 "summary_seen: a test that printed no result" $'PASS a\nFAIL b: x\n3 passed, 1 failed\n'
+# tests/vm/run's needs_tree_ko: make mutants (mutants backchannel-off) runs
+# in a fresh clone, with no svcrdma_rs.ko built; any other suite needs one.
+ntk() { bash -c '. "$1"; shift; needs_tree_ko "$@"' _ "$(dirname "$lib")/run" "$@"; }
+expect fail "needs_tree_ko: make mutants' suites build their own modules" -- ntk mutants backchannel-off
+expect fail "needs_tree_ko: mutants alone" -- ntk mutants
+expect pass "needs_tree_ko: the default list" -- ntk
+expect pass "needs_tree_ko: a suite that loads the tree's module" -- ntk foundation
+expect pass "needs_tree_ko: mutants with a suite that loads it" -- ntk mutants connect
 # tests/vm/parts.sh (make check's core suite, several suites in one boot):
 # a part cut off before its summary, or exiting non-zero with no failed
 # test, fails; complete parts give one summary line that tests/vm/run's

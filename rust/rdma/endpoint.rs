@@ -185,6 +185,7 @@ impl<H: EndpointOwner> Endpoint<H> {
 
     /// Starts a post on the QP ([`Qp::posting`]); `None` once the QP is
     /// being destroyed.
+    #[inline]
     pub(super) fn posting(&self) -> Option<EndpointPosting<'_, H>> {
         Some(EndpointPosting {
             posting: self.qp.posting()?,

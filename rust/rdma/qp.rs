@@ -220,6 +220,7 @@ impl Qp {
     /// Starts a post: `None` once [`Qp::destroy`] has begun (a request
     /// posted then could complete after the QP and its owner are gone).
     /// While the returned value lives, `destroy` waits.
+    #[inline]
     pub(super) fn posting(&self) -> Option<Posting<'_>> {
         // Counted before the state is read, as in `to_error`: either this
         // sees the state off `LIVE`, or `destroy` waits for it.

@@ -45,6 +45,27 @@ unsafe fn fill_page(page: &BorrowedPage<'_>, off: usize, n: usize, src: Option<&
     }
 }
 
+/// Moves the page references in `slots` to the end of `pages`, leaving
+/// the slots empty: all of them, or (failing) none.
+#[inline]
+fn move_slots(slots: &mut [*mut bindings::page], pages: &mut KVec<*mut bindings::page>) -> Result {
+    let n = slots.len();
+    pages.reserve(n, GFP_KERNEL)?;
+    let Some(room) = pages.spare_capacity_mut().get_mut(..n) else {
+        // Cannot happen: reserved above.
+        kernel::warn_on!(true);
+        return Err(ENOMEM);
+    };
+    for (dst, slot) in room.iter_mut().zip(slots.iter_mut()) {
+        dst.write(*slot);
+        *slot = core::ptr::null_mut();
+    }
+    // SAFETY: the room held `n` entries past the length, and the loop
+    // above wrote each of them.
+    unsafe { pages.inc_len(n) };
+    Ok(())
+}
+
 /// Pages moved out of a request ([`Rqst::take_arg_pages`],
 /// [`Rqst::take_reply_pages`]), each with its reference, which is put when
 /// the value is cleared or dropped (or moved on by
@@ -607,29 +628,24 @@ impl<'a, C> Rqst<'a, C> {
         if n > self.arg_capacity() / PAGE_SIZE {
             return Err(EMSGSIZE);
         }
-        out.pages.reserve(n, GFP_KERNEL)?;
+        if n == 0 {
+            return Ok(());
+        }
         let r = self.r_mut();
+        // With `n > 0` the array exists (checked above).
+        // SAFETY: `0..n` is within the argument pages (checked above), and
+        // only this thread uses the request's slots (`&mut self`).
+        let slots = unsafe { core::slice::from_raw_parts_mut(r.rq_pages, n) };
         // All or nothing: every slot holds a page (sunrpc filled them).
-        // SAFETY: `0..n` is within the argument pages (checked above).
-        if (0..n).any(|i| unsafe { *r.rq_pages.add(i) }.is_null()) {
+        if slots.iter().any(|p| p.is_null()) {
             return Err(EINVAL);
         }
-        let mut taken = Ok(());
-        for i in 0..n {
-            // SAFETY: `i` is within the argument pages (checked above).
-            let slot = unsafe { &mut *r.rq_pages.add(i) };
-            // INVARIANT: the slot's reference moves to `out`, into the room
-            // reserved above (were there none, the page stays in its slot).
-            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
-                taken = Err(ENOMEM);
-                break;
-            }
-            *slot = core::ptr::null_mut();
-        }
+        // INVARIANT: the slots' references move to `out`, all or none.
+        move_slots(slots, &mut out.pages)?;
         // sunrpc refills the first `rq_pages_nfree` slots (its contract for
         // transports that keep request pages).
         r.rq_pages_nfree = r.rq_pages_nfree.max(n);
-        taken
+        Ok(())
     }
 
     /// Gives `pages`, taken from this request by [`Rqst::take_arg_pages`]
@@ -784,7 +800,6 @@ impl<'a, C> Rqst<'a, C> {
             return Err(EINVAL);
         }
         let res = &r.rq_res;
-        out.pages.reserve(n, GFP_KERNEL)?;
         // With no page taken there is no layout, and no piece to map.
         let layout = (n > 0).then_some(ReplyLayout {
             head: (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len),
@@ -794,16 +809,12 @@ impl<'a, C> Rqst<'a, C> {
             tail: (res.tail[0].iov_base.cast::<u8>(), res.tail[0].iov_len),
             len: res.len as usize,
         });
-        for i in 0..n {
-            // SAFETY: `i` is below `n`, inside the array (`reply_pages`).
-            let slot = unsafe { &mut *r.rq_respages.add(i) };
-            // INVARIANT: the slot's reference moves to `out`, into the room
-            // reserved above (were there none, the page stays in its slot).
-            if kernel::warn_on!(out.pages.push_within_capacity(*slot).is_err()) {
-                return Err(ENOMEM);
-            }
-            *slot = core::ptr::null_mut();
-        }
+        // The array exists (`reply_pages`).
+        // SAFETY: the first `n` slots are inside it (`reply_pages`), and
+        // only this thread uses the request's slots (`&mut self`).
+        let slots = unsafe { core::slice::from_raw_parts_mut(r.rq_respages, n) };
+        // INVARIANT: the slots' references move to `out`, all or none.
+        move_slots(slots, &mut out.pages)?;
         // sunrpc refills the emptied slots of `[rq_respages, rq_next_page)`
         // only (`svc_alloc_arg`): those taken past it are brought into that
         // range, or the next request would find them empty.

@@ -466,16 +466,20 @@ fn establish(listener: Arrivals<'_>, p: KBox<Pending>) -> Result<NewXprt<Connect
     let got = acc.endpoint().caps();
     let (send_wr, send_sge) = (got.send_wr, got.send_sge);
     let sink = Sink::new(model, frmrs, acc.endpoint().pd(), max_sge_rd.min(send_sge))?;
-    if let Err(e) = start_pools(&conn, acc.endpoint(), &depths, send_wr, sink.mrs()) {
-        // The endpoint (QP first, id last), then the request's watch, then
-        // the connection, to which nothing refers any more.
-        drop(acc);
-        return Err(e);
-    }
+    let sq_slots = match start_pools(&conn, acc.endpoint(), &depths, send_wr, sink.mrs()) {
+        Ok(slots) => slots,
+        Err(e) => {
+            // The endpoint (QP first, id last), then the request's watch,
+            // then the connection, to which nothing refers any more.
+            drop(acc);
+            return Err(e);
+        }
+    };
     let res = |ep| Resources {
         sink,
         ep,
         send_sge: send_sge.clamp(1, MAX_SEND_SGE),
+        sq_slots,
     };
     go_live(conn, acc, res, server_r, ord)
 }
@@ -520,14 +524,15 @@ fn new_conn(
 
 /// Sets up the data path's pools of `conn` on the endpoint `ep`, whose
 /// QP allows `send_wr` send requests (`depths`: what we asked for; `mrs`:
-/// the FRMR pool's entries), and posts its receive buffers.
+/// the FRMR pool's entries), and posts its receive buffers. Returns the
+/// send-queue slots in all.
 fn start_pools(
     conn: &Connection,
     ep: &Endpoint,
     depths: &Depths,
     send_wr: u32,
     mrs: usize,
-) -> Result {
+) -> Result<u32> {
     // Replies posted without a completion of their own are
     // `sq::UNSIGNALED_WRS` requests each (`owned::SendOrder`).
     let split = depths.send_split(send_wr, UNSIGNALED_MAX as u32, UNSIGNALED_WRS);
@@ -543,7 +548,8 @@ fn start_pools(
     conn.init_pools(ep.dma_dev(), &sizes)?;
     // On failure the QP (dropped first) flushes what was posted.
     conn.recv.posting(depths.recv_buffers as usize);
-    ep.post_receives()
+    ep.post_receives()?;
+    Ok(sizes.sq_slots)
 }
 
 /// Accepts the request of `acc` for `conn` (`server_r`: our R bit; `ord`:

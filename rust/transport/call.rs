@@ -148,15 +148,15 @@ pub(super) enum Unplanned<'m> {
 type Refusal = (&'static str, (usize, usize));
 
 /// Decodes and checks the received message `msg` for an argument buffer
-/// of `capacity` bytes on a connection with `budget`, and lays the Call
-/// out in it, its steps in `steps`. Pure: nothing is copied, posted or
-/// answered.
+/// of `capacity` bytes on a connection with the budget `budget()` gives
+/// (asked only for a Call with Read chunks), and lays the Call out in it,
+/// its steps in `steps`. Pure: nothing is copied, posted or answered.
 // The large error (a decoded header) lives on the stack once per message
 // and is consumed by the caller at once; boxing it would allocate per
 // backward Reply.
 #[allow(clippy::result_large_err)]
 pub(super) fn plan<'m>(
-    budget: &Budget,
+    budget: impl FnOnce() -> Budget,
     msg: &'m [u8],
     capacity: u32,
     steps: &mut Steps,
@@ -175,7 +175,8 @@ pub(super) fn plan<'m>(
         return Err(Unplanned::BackwardReply(header, body));
     }
     let reject = |(why, counts): Refusal| Unplanned::Reject { xid, why, counts };
-    let chunks = ReadChunks::of(&header).map_err(reject)?;
+    let mut chunks = ReadChunks::NONE;
+    chunks.parse(&header).map_err(reject)?;
     // A data item gets pages of its own, past the RPC header, except in a
     // NULL Call (`split_floor`).
     let split = split_floor(body).map(|min_position| Split {
@@ -191,10 +192,14 @@ pub(super) fn plan<'m>(
     )
     .map_err(|e| reject((e.as_str(), (0, 0))))?;
     let nsteps = layout.steps;
-    let (work, nwork) = chunks.work(&steps[..nsteps]);
+    let mut work = [ChunkWork::default(); MAX_READ_CHUNKS];
+    let nwork = chunks.work(&steps[..nsteps], &mut work);
     // A Call whose Reads need more MRs or send-queue slots than the
     // connection has could never be served: it is answered, not waited on.
-    let cost = read_cost(budget, &header, &work[..nwork]).map_err(reject)?;
+    let cost = match work.get(..nwork) {
+        Some(w) if !w.is_empty() => read_cost(&budget(), &header, w).map_err(reject)?,
+        _ => Cost::default(),
+    };
     Ok(Plan {
         header,
         body,
@@ -216,16 +221,20 @@ struct ReadChunks {
 }
 
 impl ReadChunks {
-    /// The Read chunks of `header`.
-    fn of(header: &Header<'_>) -> core::result::Result<Self, Refusal> {
-        let mut out = Self {
-            refs: [ReadChunkRef {
-                position: 0,
-                length: 0,
-            }; MAX_READ_CHUNKS],
-            entries: [(0, 0); MAX_READ_CHUNKS],
-            n: 0,
-        };
+    /// No chunks.
+    const NONE: Self = Self {
+        refs: [ReadChunkRef {
+            position: 0,
+            length: 0,
+        }; MAX_READ_CHUNKS],
+        entries: [(0, 0); MAX_READ_CHUNKS],
+        n: 0,
+    };
+
+    /// Takes the Read chunks of `header` (filled in place: the value is
+    /// large, and a Call without chunks should not pay for moving it).
+    fn parse(&mut self, header: &Header<'_>) -> core::result::Result<(), Refusal> {
+        let out = self;
         let mut seen = 0usize;
         for c in header.reads.chunks() {
             let (Some(slot), Some(at)) = (out.refs.get_mut(out.n), out.entries.get_mut(out.n))
@@ -244,16 +253,15 @@ impl ReadChunks {
             seen += c.segments.len();
             out.n += 1;
         }
-        Ok(out)
+        Ok(())
     }
 
-    /// Per chunk `steps` place, in their order, its segments and
-    /// destination; and how many.
-    fn work(&self, steps: &[Place]) -> ([ChunkWork; MAX_READ_CHUNKS], usize) {
-        let mut work = [ChunkWork::default(); MAX_READ_CHUNKS];
+    /// Puts into `work`, per chunk `steps` place, in their order, its
+    /// segments and destination; returns how many.
+    fn work(&self, steps: &[Place], work: &mut [ChunkWork; MAX_READ_CHUNKS]) -> usize {
         let mut nwork = 0usize;
         if self.n == 0 {
-            return (work, nwork);
+            return nwork;
         }
         for step in steps {
             if let Place::Chunk { chunk, dst, .. } = *step {
@@ -264,7 +272,7 @@ impl ReadChunks {
                 }
             }
         }
-        (work, nwork)
+        nwork
     }
 }
 
@@ -276,9 +284,6 @@ fn read_cost(
     work: &[ChunkWork],
 ) -> core::result::Result<Cost, Refusal> {
     let mut cost = Cost::default();
-    if work.is_empty() {
-        return Ok(cost);
-    }
     for w in work {
         let segs = header
             .reads

@@ -51,6 +51,8 @@ pub(crate) struct Resources {
     pub(crate) ep: Endpoint,
     /// Send SGEs per work request the QP allows.
     pub(crate) send_sge: u32,
+    /// Send-queue slots in all: the most one chain can hold.
+    pub(crate) sq_slots: u32,
 }
 
 impl Resources {
@@ -215,9 +217,7 @@ impl Connection {
     /// are receiving on it ([`RecvQueue::room_for_a_thread`]). The
     /// counterpart of C's svc_rdma_has_wspace().
     pub(crate) fn has_wspace(&self) -> bool {
-        !self.sq.waiting()
-            && !self.mr_free.waiting()
-            && self.recv.room_for_a_thread(self.xprt.server_threads())
+        !self.sq.waiting() && !self.mr_free.waiting() && self.recv.room_for_a_thread(&self.xprt)
     }
 
     /// Whether sunrpc is closing the connection.

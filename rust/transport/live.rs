@@ -41,12 +41,16 @@ impl Connection {
 impl Live<'_> {
     /// Send-queue slots in all (the most one chain can hold).
     pub(crate) fn sq_slots(&self) -> u32 {
-        self.sq.total()
+        self.res.sq_slots
     }
 
     /// Takes `n` send-queue slots, waiting in turn while others hold them;
     /// fails once the connection is closing.
     pub(crate) fn sq_reserve(&self, n: u32) -> Result {
+        // More than exist: refused without queueing.
+        if n > self.sq_slots() {
+            return Err(EMSGSIZE);
+        }
         self.sq.reserve(
             n,
             || self.closing(),

@@ -386,8 +386,8 @@ impl RecvQueue {
         InRecv { queue: self, xprt }
     }
 
-    /// Whether one more nfsd thread may receive on the connection, of a
-    /// service with `threads` threads: all but a quarter of them may be in
+    /// Whether one more nfsd thread may receive on the connection of
+    /// `xprt`: all but a quarter of its service's threads may be in
     /// `xpo_recvfrom` on it at once (at least one left over).
     ///
     /// RDMA Reads hold no thread (they complete asynchronously), but a
@@ -399,9 +399,11 @@ impl RecvQueue {
     /// every other client waits too. The bound is exact: sunrpc dispatches
     /// one thread at a time to a transport, and each counts itself
     /// ([`RecvQueue::enter`]) before it lets the next one in.
-    pub(crate) fn room_for_a_thread(&self, threads: u32) -> bool {
+    pub(crate) fn room_for_a_thread(&self, xprt: &SvcXprt) -> bool {
+        let in_recv = self.in_recv.load(Relaxed);
+        let threads = xprt.server_threads();
         let spare = (threads / 4).max(1);
-        self.in_recv.load(Relaxed) < threads.saturating_sub(spare).max(1)
+        in_recv < threads.saturating_sub(spare).max(1)
     }
 
     /// What `xpo_recvfrom` takes next: the oldest Call whose Reads

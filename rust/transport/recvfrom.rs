@@ -297,7 +297,7 @@ fn receive(
         Origin::Completion(capacity) => *capacity,
     };
     // Read in place, never moved (it is large).
-    let planned = plan(&live.budget(), msg, capacity, &mut ctxt.steps);
+    let planned = plan(|| live.budget(), msg, capacity, &mut ctxt.steps);
     let plan = match (&planned, &*origin) {
         (Ok(p), Origin::Completion(_)) if p.nchunks == 0 => return Err(NoCall::Later),
         (Ok(p), _) => p,

@@ -32,11 +32,6 @@ impl SendQueue {
         });
     }
 
-    /// How many slots exist (the most one chain can hold).
-    pub(crate) fn total(&self) -> u32 {
-        self.with(|s| s.total)
-    }
-
     /// Takes `n` slots, waiting in turn while others hold them; fails with
     /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
     /// queue is closed or `closing()`.
@@ -46,14 +41,14 @@ impl SendQueue {
         closing: impl Fn() -> bool,
         on_wait: impl FnOnce(),
     ) -> Result {
-        if n > self.with(|s| s.total) {
-            return Err(EMSGSIZE);
-        }
+        // One look under the lock: more than exist fails at its turn.
         self.acquire(closing, on_wait, |s| {
-            let left = s.avail.checked_sub(n)?;
-            s.avail = left;
-            Some(())
-        })
+            if n > s.total {
+                return Some(Err(EMSGSIZE));
+            }
+            s.avail = s.avail.checked_sub(n)?;
+            Some(Ok(()))
+        })?
     }
 
     /// Takes `n` slots if they are free now and nobody waits for slots;

@@ -33,7 +33,8 @@ impl SendQueue {
     }
 
     /// Takes `n` slots, waiting in turn while others hold them; fails with
-    /// `EMSGSIZE` if the queue can never hold `n`, with `ENOTCONN` once the
+    /// `EMSGSIZE` if the queue can never hold `n` (at its turn: callers
+    /// check the total first, `Live::sq_reserve`), with `ENOTCONN` once the
     /// queue is closed or `closing()`.
     pub(crate) fn reserve(
         &self,

@@ -53,4 +53,39 @@ with tempfile.TemporaryDirectory() as d:
           "entries: the runs of the block at a function's first byte, not its inner blocks")
     check("| other | 0.00 | 0.00 |" in text, "a block inside a function is not an entry")
     check("| rs:svcrdma_rs::transport::sendto | 0 | 60 (+60) |" in text, "Rust symbols shortened to their path")
+
+# --goals: the transports' own work. C's run: its server (svc_rdma_sendto),
+# its client (rpcrdma_send) and rdma_rw in ib_core; ours: the same client,
+# and svcrdma_rs. Per I/O (10 I/Os), 4 KiB jobs: C's share (1000 - 200 +
+# 100) / 10 = 90 (svc_rdma_* 80 + rdma_rw 10), ours 80; seq_read: (10000 -
+# 2000 + 5000) / 10 = 1300, ours 2000; slope (2000 - 80) / 255 = 7.53
+# against (1300 - 90) / 255 = 4.75.
+gsyms = """ffffffff81000000 T schedule
+ffffffffa0000000 t svc_rdma_sendto\t[rpcrdma]
+ffffffffa0000400 t rpcrdma_send\t[rpcrdma]
+ffffffffa0100000 t _RNvNtNtCsgDxedjgdAaq_10svcrdma_rs9transport6sendto\t[svcrdma_rs]
+ffffffffa0200000 t rdma_rw_ctx_init\t[ib_core]
+"""
+def g_c(k):
+    return f"user 50\nffffffffa0000000 {800 * k} 1\nffffffffa0000400 {200 * k} 1\nffffffffa0200000 {100 * k if k == 1 else 5000} 1\n"
+def g_rs(k):
+    return f"user 50\nffffffffa0000400 {200 * k} 1\nffffffffa0100000 {800 if k == 1 else 20000} 1\n"
+with tempfile.TemporaryDirectory() as top:
+    d = os.path.join(top, "run-siw")
+    os.mkdir(d)
+    for job, k in (("rand_read", 1), ("rand_write", 1), ("seq_read", 10)):
+        for tag, body in (("c." + job, g_c(k)), ("rs_auto." + job, g_rs(k))):
+            open(os.path.join(d, "insns." + tag), "w").write(body)
+            open(os.path.join(d, "kallsyms." + tag), "w").write(gsyms)
+            open(os.path.join(d, "ios." + tag), "w").write("10\n")
+    out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report --goals runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    check("svcrdma_rs 80, C's server share 90 (svc_rdma_* and rdma_rw rows: 90), ratio 0.89" in text,
+          "C's server share: its rpcrdma less ours (the client) plus rdma_rw; the cross-check")
+    check("goal rpc4k_read siw ours=80 c=90 ratio=0.89" in text, "a 4 KiB goal line, the device from the run's name")
+    check("goal rpc4k_write siw ours=80 c=90 ratio=0.89" in text, "the write goal line")
+    check("goal page_slope siw ours=8 c=5 ratio=1.59" in text, "the per-page slope: (1 MiB - 4 KiB) / 255")
+    plain = subprocess.run([sys.executable, report, d], capture_output=True, text=True).stdout
+    check("goal " not in plain, "no goal lines without --goals")
 finish()

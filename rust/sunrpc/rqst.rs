@@ -48,7 +48,6 @@ unsafe fn fill_page(page: &BorrowedPage<'_>, off: usize, n: usize, src: Option<&
 /// Moves the page references in `slots`, each of which holds a page (the
 /// callers check), to the end of `pages`, leaving the slots empty: all of
 /// them, or (failing) none.
-#[inline]
 fn move_slots(slots: &mut [*mut bindings::page], pages: &mut KVec<*mut bindings::page>) -> Result {
     let n = slots.len();
     pages.reserve(n, GFP_KERNEL)?;

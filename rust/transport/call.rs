@@ -196,9 +196,9 @@ pub(super) fn plan<'m>(
     let nwork = chunks.work(&steps[..nsteps], &mut work);
     // A Call whose Reads need more MRs or send-queue slots than the
     // connection has could never be served: it is answered, not waited on.
-    let cost = match work.get(..nwork) {
-        Some(w) if !w.is_empty() => read_cost(&budget(), &header, w).map_err(reject)?,
-        _ => Cost::default(),
+    let cost = match nwork {
+        0 => Cost::default(),
+        n => read_cost(&budget(), &header, work.get(..n).unwrap_or(&[])).map_err(reject)?,
     };
     Ok(Plan {
         header,
@@ -234,10 +234,9 @@ impl ReadChunks {
     /// Takes the Read chunks of `header` (filled in place: the value is
     /// large, and a Call without chunks should not pay for moving it).
     fn parse(&mut self, header: &Header<'_>) -> core::result::Result<(), Refusal> {
-        let out = self;
         let mut seen = 0usize;
         for c in header.reads.chunks() {
-            let (Some(slot), Some(at)) = (out.refs.get_mut(out.n), out.entries.get_mut(out.n))
+            let (Some(slot), Some(at)) = (self.refs.get_mut(self.n), self.entries.get_mut(self.n))
             else {
                 return Err(("too many read chunks", (0, 0)));
             };
@@ -251,7 +250,7 @@ impl ReadChunks {
             };
             *at = (first, n);
             seen += c.segments.len();
-            out.n += 1;
+            self.n += 1;
         }
         Ok(())
     }

@@ -4,8 +4,8 @@
  * headers, which Rust cannot call, grouped by the header that defines them.
  * A shim that wraps one function or macro is named after it
  * (svcrdma_rs_ib_alloc_pd wraps ib_alloc_pd); the few that do a little
- * more (a bit of a flags field, a QP state change) are named for what they
- * do. No logic lives here.
+ * more (a bit of a flags field, a QP state change, a loop over a run of
+ * pages) are named for what they do. No other logic lives here.
  */
 #include "svcrdma_rs.h"
 #include <linux/sunrpc/addr.h>
@@ -209,6 +209,65 @@ void svcrdma_rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 	ib_dma_unmap_page(dev, addr, size, dir);
 }
 
+/*
+ * Unmaps a run mapped by svcrdma_rs_ib_dma_map_pages(): the bus addresses
+ * of its first @npages pages, @len bytes from @offset in the first.
+ */
+void svcrdma_rs_ib_dma_unmap_pages(struct ib_device *dev, const u64 *addrs,
+				   unsigned int npages, size_t offset, size_t len,
+				   enum dma_data_direction dir)
+{
+	unsigned int i;
+
+	/* ib_dma_unmap_page() does nothing on these devices. */
+	if (ib_uses_virt_dma(dev))
+		return;
+	for (i = 0; i < npages && len; i++) {
+		size_t n = min_t(size_t, PAGE_SIZE - offset, len);
+
+		ib_dma_unmap_page(dev, addrs[i], n, dir);
+		len -= n;
+		offset = 0;
+	}
+}
+
+/*
+ * Maps a run of pages, each with ib_dma_map_page(): @len bytes from
+ * @offset (below PAGE_SIZE) in pages[0], on through the pages after it,
+ * at most @npages of them; writes each page's bus address to addrs[].
+ * Returns the number of pages mapped, or a negative errno with none left
+ * mapped. A loop here rather than a call per page: the run is one call.
+ */
+int svcrdma_rs_ib_dma_map_pages(struct ib_device *dev, struct page *const *pages,
+				unsigned int npages, size_t offset, size_t len,
+				enum dma_data_direction dir, u64 *addrs)
+{
+	size_t first = offset, done = 0;
+	unsigned int i = 0;
+	int err = -EINVAL;
+
+	if (offset >= PAGE_SIZE)
+		return -EINVAL;
+	while (done < len) {
+		size_t n = min_t(size_t, PAGE_SIZE - offset, len - done);
+
+		if (i == npages || !pages[i])
+			goto undo;
+		addrs[i] = ib_dma_map_page(dev, pages[i], offset, n, dir);
+		if (ib_dma_mapping_error(dev, addrs[i])) {
+			err = -EIO;
+			goto undo;
+		}
+		i++;
+		done += n;
+		offset = 0;
+	}
+	return i;
+undo:
+	svcrdma_rs_ib_dma_unmap_pages(dev, addrs, i, first, done, dir);
+	return err;
+}
+
 int svcrdma_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir)
 {
@@ -236,6 +295,11 @@ void svcrdma_rs_get_page(struct page *page)
 void svcrdma_rs_put_page(struct page *page)
 {
 	put_page(page);
+}
+
+void svcrdma_rs_release_pages(struct page **pages, int nr)
+{
+	release_pages(pages, nr);
 }
 
 /* linux/scatterlist.h: scatterlists */

@@ -81,6 +81,12 @@ u64 svcrdma_rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 			       enum dma_data_direction dir);
 void svcrdma_rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 				  enum dma_data_direction dir);
+int svcrdma_rs_ib_dma_map_pages(struct ib_device *dev, struct page *const *pages,
+				unsigned int npages, size_t offset, size_t len,
+				enum dma_data_direction dir, u64 *addrs);
+void svcrdma_rs_ib_dma_unmap_pages(struct ib_device *dev, const u64 *addrs,
+				   unsigned int npages, size_t offset, size_t len,
+				   enum dma_data_direction dir);
 int svcrdma_rs_ib_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
 			     int nents, enum dma_data_direction dir);
 void svcrdma_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
@@ -90,6 +96,7 @@ void svcrdma_rs_ib_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 void *svcrdma_rs_page_address(struct page *page);
 void svcrdma_rs_get_page(struct page *page);
 void svcrdma_rs_put_page(struct page *page);
+void svcrdma_rs_release_pages(struct page **pages, int nr);
 
 /* shims.c: linux/scatterlist.h: scatterlists */
 struct page *svcrdma_rs_sg_page(struct scatterlist *sg);

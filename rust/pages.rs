@@ -16,11 +16,11 @@ use kernel::prelude::*;
 
 use crate::{
     rdma::{
-        dma::{Dir, DmaDev, DmaMaps},
+        dma::{Dir, DmaDev, DmaMaps, Run},
         mr::{MrLease, MrMapped, MrTable},
         Pd,
     },
-    sunrpc::{HeldPages, Piece, Rqst, PAGE_SIZE},
+    sunrpc::{HeldPages, Rqst, Span, PAGE_SIZE},
 };
 
 /// One RPC's pages (a Call's Read sink or a Reply's Write source) with the
@@ -174,30 +174,34 @@ impl MappedPages {
         self.pages.reply_bytes(start, end, f)
     }
 
-    /// Maps each contiguous piece of `[start, end)` of the Reply whose
-    /// pages the value holds, for the device to read, and calls `f` with
-    /// its bus address and length, in order.
+    /// Maps each span of `[start, end)` of the Reply whose pages the value
+    /// holds (head, a run of the page list, tail), for the device to read,
+    /// and calls `f` with its mapping, in order.
     pub(crate) fn map_reply(
         &mut self,
         start: usize,
         end: usize,
-        mut f: impl FnMut(u64, usize) -> Result,
+        mut f: impl FnMut(Run<'_>) -> Result,
     ) -> Result {
         let Self { maps, pages, .. } = self;
-        pages.reply_pieces(start, end, |piece| {
-            // Every piece lies in memory of pages `pages` holds
-            // (`HeldPages::reply_pieces`: a page of the list, or the head
-            // or tail, which lie in the Reply's pages); the mapping goes
-            // into `maps`, undone before those pages leave (invariant).
-            // SAFETY: so the memory stays allocated until the unmapping.
-            let addr = unsafe {
-                match piece {
-                    Piece::Virt(p, l) => maps.map_virt(p, l, Dir::ToDevice),
-                    Piece::Page(page, off, l) => maps.map_page(page, off, l, Dir::ToDevice),
-                }
-            }?;
+        pages.reply_spans(start, end, |span| {
+            // Every span lies in memory of pages `pages` holds
+            // (`HeldPages::reply_spans`: pages of the list, or the head or
+            // tail, which lie in the Reply's pages); the mapping goes into
+            // `maps`, undone before those pages leave (invariant).
             // INVARIANT: a mapping of held memory, recorded in `maps`.
-            f(addr, piece.len())
+            match span {
+                Span::Virt(p, l) => {
+                    // SAFETY: so the memory stays allocated until the
+                    // unmapping.
+                    let addr = unsafe { maps.map_virt(p, l, Dir::ToDevice) }?;
+                    f(Run::one(&addr, l))
+                }
+                Span::Pages(run, off, l) => {
+                    // SAFETY: as above.
+                    f(unsafe { maps.map_pages(run, off, l, Dir::ToDevice) }?)
+                }
+            }
         })
     }
 
@@ -224,26 +228,30 @@ impl MappedPages {
         }))
     }
 
-    /// Maps each page piece of bytes `[offset, offset + len)` of the held
-    /// pages (as one buffer) for `dir`, and calls `f` with its bus address
-    /// and length, in order.
+    /// Maps bytes `[offset, offset + len)` of the held pages (as one
+    /// buffer) for `dir`, as one run, and calls `f` with the mapping.
     pub(crate) fn map_range(
         &mut self,
         offset: usize,
         len: usize,
         dir: Dir,
-        mut f: impl FnMut(u64, usize) -> Result,
+        f: impl FnOnce(Run<'_>) -> Result,
     ) -> Result {
-        for (i, off, n) in Self::pieces(self.pages.len(), offset, len)? {
-            let page = self.pages.page(i).ok_or(EINVAL)?;
-            // A page `pages` holds, `off + n` within it; the mapping goes
-            // into `maps`, undone before the page leaves (invariant).
-            // SAFETY: so the page stays allocated until the unmapping.
-            let addr = unsafe { self.maps.map_page(page, off, n, dir) }?;
-            // INVARIANT: a mapping of a held page, recorded in `maps`.
-            f(addr, n)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if len == 0 || end > self.pages.len().saturating_mul(PAGE_SIZE) {
+            return Err(EMSGSIZE);
         }
-        Ok(())
+        let first = offset / PAGE_SIZE;
+        let run = self
+            .pages
+            .run(first, end.div_ceil(PAGE_SIZE) - first)
+            .ok_or(EINVAL)?;
+        // Pages `pages` holds; the mapping goes into `maps`, undone before
+        // they leave (invariant).
+        // SAFETY: so the pages stay allocated until the unmapping.
+        let run = unsafe { self.maps.map_pages(run, offset % PAGE_SIZE, len, dir) }?;
+        // INVARIANT: a mapping of held pages, recorded in `maps`.
+        f(run)
     }
 
     /// The FRMR leases the value holds.

@@ -11,6 +11,9 @@ use kernel::prelude::*;
 use super::Device;
 use crate::bindings;
 
+/// The size of the pages runs are made of.
+const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
+
 /// Which way the device moves the data of a mapping.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dir {
@@ -199,23 +202,76 @@ impl Drop for MappedBuf {
     }
 }
 
-/// One mapping: a page range or a kernel virtual range.
+/// One mapping: a kernel virtual range, or a run of pages whose bus
+/// addresses are `DmaMaps::addrs[at..at + count]`.
 #[derive(Clone, Copy)]
-struct Map {
-    addr: u64,
+enum Map {
+    Virt {
+        addr: u64,
+        len: usize,
+        dir: bindings::dma_data_direction,
+    },
+    Pages {
+        at: usize,
+        count: usize,
+        offset: usize,
+        len: usize,
+        dir: bindings::dma_data_direction,
+    },
+}
+
+/// Bytes mapped as a run: `len` bytes whose first `first` lie at
+/// `addrs[0]`, each following whole page at the next address, the rest at
+/// the last.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    addrs: &'a [u64],
+    first: usize,
     len: usize,
-    dir: bindings::dma_data_direction,
-    page: bool,
+}
+
+impl<'a> Run<'a> {
+    /// `len` bytes mapped at `addr`, in one piece.
+    pub(crate) fn one(addr: &'a u64, len: usize) -> Self {
+        Self {
+            addrs: core::slice::from_ref(addr),
+            first: len,
+            len,
+        }
+    }
+
+    /// How many pieces (bus addresses) the run has.
+    pub(crate) fn count(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// The pieces `(bus address, bytes)`, in order.
+    pub(crate) fn pieces(&self) -> impl Iterator<Item = (u64, u32)> + 'a {
+        let (mut left, mut next) = (self.len, self.first);
+        self.addrs.iter().map(move |&addr| {
+            let n = next.min(left);
+            left -= n;
+            next = PAGE_SIZE;
+            (addr, n as u32)
+        })
+    }
+}
+
+/// The pages a run of `len` bytes from `offset` in its first page spans.
+fn pages_spanned(offset: usize, len: usize) -> usize {
+    (offset % PAGE_SIZE + len).div_ceil(PAGE_SIZE)
 }
 
 /// The mappings of one RPC on one device.
 ///
 /// # Invariants
 ///
-/// Every entry is a live mapping on `dev`, made by this value.
+/// Every entry of `maps` is a live mapping on `dev`, made by this value; a
+/// run's bus addresses are the entries of `addrs` it names.
 pub(crate) struct DmaMaps {
     dev: DmaDev,
     maps: KVec<Map>,
+    addrs: KVec<u64>,
 }
 
 impl DmaMaps {
@@ -224,27 +280,77 @@ impl DmaMaps {
         Ok(Self {
             dev: dev.try_clone()?,
             maps: KVec::new(),
+            addrs: KVec::new(),
         })
     }
 
-    /// Maps `len` bytes at `offset` of `page` for `dir`; returns the bus
-    /// address.
+    /// Maps `len` bytes of the run of `pages`, from `offset` in the first
+    /// (below the page size) on through the pages after it, each page
+    /// separately, for `dir`; returns the run's bus addresses. Fails, with
+    /// nothing mapped, if `pages` is too short or a mapping fails.
     ///
     /// # Safety
     ///
-    /// The page range must stay allocated until [`DmaMaps::unmap_all`].
-    pub(crate) unsafe fn map_page(
+    /// The pages must stay allocated until [`DmaMaps::unmap_all`].
+    pub(crate) unsafe fn map_pages(
         &mut self,
-        page: *mut bindings::page,
+        pages: &[*mut bindings::page],
         offset: usize,
         len: usize,
         dir: Dir,
-    ) -> Result<u64> {
+    ) -> Result<Run<'_>> {
+        let count = pages_spanned(offset, len);
+        if offset >= PAGE_SIZE || count > pages.len() || len == 0 {
+            return Err(EINVAL);
+        }
+        let npages = u32::try_from(count).map_err(|_| EINVAL)?;
         self.maps.reserve(1, GFP_KERNEL)?;
+        self.addrs.reserve(count, GFP_KERNEL)?;
+        let at = self.addrs.len();
+        let room = self.addrs.spare_capacity_mut();
+        if room.len() < count {
+            return Err(ENOMEM);
+        }
         let (dev, dir) = (self.dev.as_ptr(), dir.raw());
-        // SAFETY: a live device and page range (invariant, caller).
-        let addr = unsafe { bindings::svcrdma_rs_ib_dma_map_page(dev, page, offset, len, dir) };
-        self.record(addr, len, dir, true)
+        // A live device (invariant) and pages that stay allocated until
+        // the unmapping (the caller's promise); `room` has `count` writable
+        // entries, which the shim fills for the pages it maps (all of them
+        // or, failing, none left mapped).
+        // SAFETY: so the shim maps live pages and writes inside `room`.
+        let mapped = unsafe {
+            bindings::svcrdma_rs_ib_dma_map_pages(
+                dev,
+                pages.as_ptr(),
+                npages,
+                offset,
+                len,
+                dir,
+                room.as_mut_ptr().cast(),
+            )
+        };
+        if usize::try_from(mapped).ok() != Some(count) {
+            // Nothing stays mapped on failure (the shim undoes its own).
+            return Err(if mapped < 0 { EIO } else { EINVAL });
+        }
+        // SAFETY: the shim wrote the first `count` spare entries.
+        unsafe { self.addrs.inc_len(count) };
+        // INVARIANT: live mappings on `dev`, their addresses just recorded.
+        // Room was reserved above.
+        self.maps
+            .push_within_capacity(Map::Pages {
+                at,
+                count,
+                offset,
+                len,
+                dir,
+            })
+            .map_err(|_| ENOMEM)?;
+        let addrs = self.addrs.get(at..).ok_or(EINVAL)?;
+        Ok(Run {
+            addrs,
+            first: (PAGE_SIZE - offset).min(len),
+            len,
+        })
     }
 
     /// Maps `len` bytes of kernel memory at `ptr` for `dir`.
@@ -258,27 +364,12 @@ impl DmaMaps {
         let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: as the function's requirements say.
         let addr = unsafe { bindings::svcrdma_rs_ib_dma_map_single(dev, ptr.cast(), len, dir) };
-        self.record(addr, len, dir, false)
-    }
-
-    fn record(
-        &mut self,
-        addr: u64,
-        len: usize,
-        dir: bindings::dma_data_direction,
-        page: bool,
-    ) -> Result<u64> {
         if self.dev.mapping_error(addr) {
             return Err(EIO);
         }
         // INVARIANT: a live mapping on `dev`. Room was reserved above.
         self.maps
-            .push_within_capacity(Map {
-                addr,
-                len,
-                dir,
-                page,
-            })
+            .push_within_capacity(Map::Virt { addr, len, dir })
             .map_err(|_| ENOMEM)?;
         Ok(addr)
     }
@@ -294,23 +385,44 @@ impl DmaMaps {
     /// mappings, which nobody holds from a chain's post until its
     /// completion or the QP's destruction ([`super::owned`]).
     pub(crate) fn unmap_all(&mut self) {
+        let dev = self.dev.as_ptr();
         while let Some(m) = self.maps.pop() {
-            // Made by this value with this length and direction, undone once
-            // (taken out of `maps` first); `dev` keeps the device registered.
-            // SAFETY: so it is a live mapping on a live device (invariant).
-            unsafe {
-                if m.page {
-                    bindings::svcrdma_rs_ib_dma_unmap_page(self.dev.as_ptr(), m.addr, m.len, m.dir);
-                } else {
-                    bindings::svcrdma_rs_ib_dma_unmap_single(
-                        self.dev.as_ptr(),
-                        m.addr,
-                        m.len,
-                        m.dir,
-                    );
+            // Made by this value as recorded, undone once (taken out of
+            // `maps` first); `dev` keeps the device registered.
+            match m {
+                // SAFETY: so it is a live mapping on a live device
+                // (invariant).
+                Map::Virt { addr, len, dir } => unsafe {
+                    bindings::svcrdma_rs_ib_dma_unmap_single(dev, addr, len, dir)
+                },
+                Map::Pages {
+                    at,
+                    count,
+                    offset,
+                    len,
+                    dir,
+                } => {
+                    let Some(addrs) = self.addrs.get(at..at + count) else {
+                        // Cannot happen: recorded with its addresses.
+                        kernel::warn_on!(true);
+                        continue;
+                    };
+                    // `count` fits: checked when mapped.
+                    // SAFETY: as above, with the run's addresses.
+                    unsafe {
+                        bindings::svcrdma_rs_ib_dma_unmap_pages(
+                            dev,
+                            addrs.as_ptr(),
+                            count as u32,
+                            offset,
+                            len,
+                            dir,
+                        )
+                    }
                 }
             }
         }
+        self.addrs.clear();
     }
 }
 

@@ -217,6 +217,20 @@ impl Chain {
         Ok(())
     }
 
+    /// Makes room for `n` more SGEs, so that [`Chain::add_sge_in_room`]
+    /// does not fail for them.
+    pub(crate) fn reserve_sges(&mut self, n: usize) -> Result {
+        self.sges.reserve(n, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// [`Chain::add_sge`] into room made before ([`Chain::reserve_sges`]);
+    /// fails if there is none.
+    #[inline]
+    pub(crate) fn add_sge_in_room(&mut self, s: Sge) -> Result {
+        self.sges.push_within_capacity(s.into()).map_err(|_| ENOMEM)
+    }
+
     /// Appends `wr` with the pending SGEs as its list.
     fn push_pending(&mut self, wr: Wr) -> Result {
         self.wrs.reserve(1, GFP_KERNEL)?;

@@ -28,7 +28,7 @@ pub(crate) use class_data::ClassData;
 pub(crate) use client_class::{ClientClass, ClientRegistration};
 #[cfg(svcrdma_rs_backchannel)]
 pub(crate) use client_xprt::{ReplyMiss, RpcRqst, RpcXprt};
-pub(crate) use rqst::{HeldPages, Piece, Rqst, PAGE_SIZE};
+pub(crate) use rqst::{HeldPages, Rqst, Span, PAGE_SIZE};
 pub(crate) use xprt::{Flag, SvcXprt};
 pub(crate) use xprt_class::{Registration, XprtClass};
 pub(crate) use xprt_ops::{impl_has_svc_xprt, Adapter, CreateArgs, HasSvcXprt, NewXprt, XprtOps};

@@ -210,14 +210,32 @@ impl HeldPages {
         Ok(())
     }
 
-    /// Puts every page (storage kept).
+    /// The pages from the `i`th, `n` of them: ones the value holds a
+    /// reference on (see [`HeldPages::page`]).
+    pub(crate) fn run(&self, i: usize, n: usize) -> Option<&[*mut bindings::page]> {
+        self.pages.get(i..i.checked_add(n)?)
+    }
+
+    /// Puts every page (storage kept), in one call.
     pub(crate) fn clear(&mut self) {
         self.reply = None;
-        while let Some(page) = self.pages.pop() {
-            // SAFETY: the entry carried one of our references (invariant),
-            // which leaves with it.
-            unsafe { bindings::svcrdma_rs_put_page(page) };
+        let Ok(n) = i32::try_from(self.pages.len()) else {
+            // Cannot happen (a request has a few hundred pages at most):
+            // they go one at a time then.
+            while let Some(page) = self.pages.pop() {
+                // SAFETY: the entry carried one of our references
+                // (invariant), which leaves with it.
+                unsafe { bindings::svcrdma_rs_put_page(page) };
+            }
+            return;
+        };
+        if n > 0 {
+            // Every entry carries one of our references (invariant), which
+            // `release_pages` puts; the entries go right after.
+            // SAFETY: so each reference is put once, and `n` entries exist.
+            unsafe { bindings::svcrdma_rs_release_pages(self.pages.as_mut_ptr(), n) };
         }
+        self.pages.clear();
     }
 
     /// Forgets every page without putting it: the pages stay allocated for
@@ -228,27 +246,27 @@ impl HeldPages {
         self.pages.clear();
     }
 
-    /// Calls `f` on each contiguous piece of bytes `[start, end)` of the
-    /// Reply whose pages these are, in order. Every piece lies in memory of
-    /// pages this value holds. Fails if the pages are not a Reply's, or the
-    /// range is outside it.
-    pub(crate) fn reply_pieces(
+    /// Calls `f` on each span of bytes `[start, end)` of the Reply whose
+    /// pages these are, in order: the head, a run of the page list, the
+    /// tail. Every span lies in memory of pages this value holds. Fails if
+    /// the pages are not a Reply's, or the range is outside it.
+    pub(crate) fn reply_spans(
         &self,
         start: usize,
         end: usize,
-        f: impl FnMut(Piece) -> Result,
+        f: impl FnMut(Span<'_>) -> Result,
     ) -> Result {
         let r = self.reply.as_ref().ok_or(EINVAL)?;
-        // Page-list pieces are pages we hold; the head and tail lie in them
+        // Page-list runs are pages we hold; the head and tail lie in them
         // too (invariant).
-        let page_at = |i: usize| r.first.checked_add(i).and_then(|j| self.page(j));
+        let list = self.pages.get(r.first..).unwrap_or(&[]);
         walk_reply(
             r.head,
             r.page_base,
             r.page_len,
             r.tail,
             r.len,
-            page_at,
+            list,
             start,
             end,
             f,
@@ -263,12 +281,15 @@ impl HeldPages {
         end: usize,
         mut f: impl FnMut(&[u8]) -> Result,
     ) -> Result {
-        self.reply_pieces(start, end, |p| {
-            // The piece lies in pages we hold (`reply_pieces`), which stay
-            // while `self` is borrowed; nfsd no longer writes a Reply it
-            // handed to `xpo_sendto`, and the slice dies with `f`.
-            // SAFETY: so the memory stays valid and unchanged meanwhile.
-            f(unsafe { p.bytes() })
+        self.reply_spans(start, end, |span| {
+            span.pieces(|p| {
+                // The piece lies in pages we hold (`reply_spans`), which
+                // stay while `self` is borrowed; nfsd no longer writes a
+                // Reply it handed to `xpo_sendto`, and the slice dies with
+                // `f`.
+                // SAFETY: so the memory stays valid and unchanged meanwhile.
+                f(unsafe { p.bytes() })
+            })
         })
     }
 }
@@ -293,57 +314,46 @@ struct ReplyLayout {
     len: usize,
 }
 
-/// Calls `f` on each contiguous piece of `[start, end)` of a Reply made of
-/// `head`, `page_len` bytes of the page list from `page_base` (its `i`th
-/// page is `page_at(i)`) and `tail`, `len` bytes in all.
+/// Calls `f` on each span of `[start, end)` of a Reply made of `head`,
+/// `page_len` bytes of the page list `pages` from `page_base`, and `tail`,
+/// `len` bytes in all: the page list's part is one run.
 #[allow(clippy::too_many_arguments)]
-fn walk_reply(
+fn walk_reply<'p>(
     head: (*mut u8, usize),
     page_base: usize,
     page_len: usize,
     tail: (*mut u8, usize),
     len: usize,
-    page_at: impl Fn(usize) -> Option<*mut bindings::page>,
+    pages: &'p [*mut bindings::page],
     start: usize,
     end: usize,
-    mut f: impl FnMut(Piece) -> Result,
+    mut f: impl FnMut(Span<'p>) -> Result,
 ) -> Result {
     if start > end || end > len {
         return Err(EINVAL);
     }
-    let mut at = 0usize;
     // Head.
-    let (hs, he) = (at, at + head.1);
-    if start < he && end > hs {
-        let s = start.max(hs) - hs;
-        let e = end.min(he) - hs;
-        f(Piece::Virt(head.0.wrapping_add(s), e - s))?;
+    let he = head.1;
+    if start < he && end > 0 {
+        let e = end.min(he);
+        f(Span::Virt(head.0.wrapping_add(start), e - start))?;
     }
-    at = he;
     // Pages.
-    let (ps, pe) = (at, at + page_len);
-    if start < pe && end > ps {
-        let mut pos = start.max(ps) - ps;
-        let stop = end.min(pe) - ps;
-        while pos < stop {
-            let abs = page_base + pos;
-            let off = abs % PAGE_SIZE;
-            let n = (PAGE_SIZE - off).min(stop - pos);
-            let page = page_at(abs / PAGE_SIZE).ok_or(EINVAL)?;
-            if page.is_null() {
-                return Err(EINVAL);
-            }
-            f(Piece::Page(page, off, n))?;
-            pos += n;
-        }
+    let (ps, pe) = (he, he + page_len);
+    let (pos, stop) = (start.max(ps) - ps, end.min(pe).max(ps) - ps);
+    if start < pe && pos < stop {
+        let (from, to) = (page_base + pos, page_base + stop);
+        let run = pages
+            .get(from / PAGE_SIZE..to.div_ceil(PAGE_SIZE))
+            .ok_or(EINVAL)?;
+        f(Span::Pages(run, from % PAGE_SIZE, stop - pos))?;
     }
-    at = pe;
     // Tail.
-    let (ts, te) = (at, at + tail.1);
+    let (ts, te) = (pe, pe + tail.1);
     if start < te && end > ts {
         let s = start.max(ts) - ts;
         let e = end.min(te) - ts;
-        f(Piece::Virt(tail.0.wrapping_add(s), e - s))?;
+        f(Span::Virt(tail.0.wrapping_add(s), e - s))?;
     }
     Ok(())
 }
@@ -361,6 +371,40 @@ pub(crate) struct Rqst<'a, C> {
     _p: PhantomData<(&'a mut bindings::svc_rqst, KBox<C>)>,
 }
 
+/// A span of a Reply: virtual memory (head or tail), or a run of its page
+/// list.
+#[derive(Clone, Copy)]
+pub(crate) enum Span<'p> {
+    /// `len` bytes at kernel virtual address `ptr`.
+    Virt(*mut u8, usize),
+    /// `len` bytes from `offset` (below the page size) in the first of
+    /// `pages`, on through the pages after it; `pages` are exactly the ones
+    /// the bytes touch.
+    Pages(&'p [*mut bindings::page], usize, usize),
+}
+
+impl Span<'_> {
+    /// Calls `f` on each contiguous piece of the span: itself, or each
+    /// page's part of a run. Fails on an empty page slot.
+    pub(crate) fn pieces(&self, mut f: impl FnMut(Piece) -> Result) -> Result {
+        match *self {
+            Span::Virt(p, l) => f(Piece::Virt(p, l)),
+            Span::Pages(pages, mut off, mut left) => {
+                for &page in pages {
+                    if page.is_null() {
+                        return Err(EINVAL);
+                    }
+                    let n = (PAGE_SIZE - off).min(left);
+                    f(Piece::Page(page, off, n))?;
+                    left -= n;
+                    off = 0;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A contiguous piece of a Reply: virtual memory (head or tail) or part of
 /// a page.
 #[derive(Clone, Copy)]
@@ -372,13 +416,6 @@ pub(crate) enum Piece {
 }
 
 impl Piece {
-    /// Its length.
-    pub(crate) fn len(&self) -> usize {
-        match *self {
-            Piece::Virt(_, l) | Piece::Page(_, _, l) => l,
-        }
-    }
-
     /// Its bytes.
     ///
     /// # Safety
@@ -863,35 +900,40 @@ impl<'a, C> Rqst<'a, C> {
         end: usize,
         mut f: impl FnMut(&[u8]) -> Result,
     ) -> Result {
-        self.res_pieces(start, end, |p| {
-            // The calling thread owns the request while `self` is borrowed:
-            // nobody changes or frees its Reply, and the slice dies with `f`.
-            // SAFETY: the piece's memory stays valid and unchanged meanwhile.
-            f(unsafe { p.bytes() })
-        })
-    }
-
-    /// Calls `f` on each contiguous piece of bytes `[start, end)` of the
-    /// Reply, in order. Fails if the range is outside the Reply.
-    pub(crate) fn res_pieces(
-        &self,
-        start: usize,
-        end: usize,
-        f: impl FnMut(Piece) -> Result,
-    ) -> Result {
         let res = &self.r().rq_res;
         let head = (res.head[0].iov_base.cast::<u8>(), res.head[0].iov_len);
         let tail = (res.tail[0].iov_base.cast::<u8>(), res.tail[0].iov_len);
         let page_base = res.page_base as usize;
         let page_len = res.page_len as usize;
-        let pages = res.pages;
-        let page_at = |i: usize| {
-            // The walk asks only for pages holding bytes of
-            // `[page_base, page_base + page_len)`.
-            // SAFETY: the page list covers `page_base + page_len` bytes.
-            Some(unsafe { *pages.add(i) })
+        let list = if res.pages.is_null() || page_len == 0 {
+            &[][..]
+        } else {
+            let n = (page_base + page_len).div_ceil(PAGE_SIZE);
+            // The page list covers `page_base + page_len` bytes, and the
+            // calling thread owns the request while `self` is borrowed.
+            // SAFETY: so `n` entries are readable and unchanged meanwhile.
+            unsafe { core::slice::from_raw_parts(res.pages, n) }
         };
         let len = res.len as usize;
-        walk_reply(head, page_base, page_len, tail, len, page_at, start, end, f)
+        walk_reply(
+            head,
+            page_base,
+            page_len,
+            tail,
+            len,
+            list,
+            start,
+            end,
+            |span| {
+                span.pieces(|p| {
+                    // The calling thread owns the request while `self` is
+                    // borrowed: nobody changes or frees its Reply, and the
+                    // slice dies with `f`.
+                    // SAFETY: the piece's memory stays valid and unchanged
+                    // meanwhile.
+                    f(unsafe { p.bytes() })
+                })
+            },
+        )
     }
 }

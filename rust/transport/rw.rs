@@ -32,7 +32,7 @@ use crate::{
         rpcrdma::chunk::{ReadList, Segment},
     },
     rdma::{
-        dma::Dir,
+        dma::{Dir, Run},
         wc_status,
         wr::{Chain, Sge},
     },
@@ -158,33 +158,34 @@ fn dma_reads(
 ) -> Result {
     let CallCtxt { chain, args, .. } = ctxt;
     for seg in chunk.iter() {
-        // Where the pending request starts in the segment, and its bytes
-        // so far; its SGEs go straight into the chain.
-        let mut wr_start = 0u64;
-        let mut wr_len = 0u64;
-        let mut placed = 0usize;
-        args.map_range(dst, seg.length as usize, Dir::FromDevice, |addr, len| {
-            placed += len;
-            chain.add_sge(Sge {
-                addr,
-                length: len as u32,
-                lkey: key,
-            })?;
-            wr_len += len as u64;
-            if chain.pending_sges() == max_sge {
+        let len = seg.length as usize;
+        if len == 0 {
+            continue;
+        }
+        args.map_range(dst, len, Dir::FromDevice, |run| {
+            chain.reserve_sges(run.count())?;
+            // Where the pending request starts in the segment, and its
+            // bytes so far; its SGEs go straight into the chain.
+            let (mut wr_start, mut wr_len) = (0u64, 0u64);
+            for (addr, length) in run.pieces() {
+                chain.add_sge_in_room(Sge {
+                    addr,
+                    length,
+                    lkey: key,
+                })?;
+                wr_len += u64::from(length);
+                if chain.pending_sges() == max_sge {
+                    chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+                    wr_start += wr_len;
+                    wr_len = 0;
+                }
+            }
+            if chain.pending_sges() > 0 {
                 chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                wr_start += wr_len;
-                wr_len = 0;
             }
             Ok(())
         })?;
-        if placed != seg.length as usize {
-            return Err(EMSGSIZE);
-        }
-        if chain.pending_sges() > 0 {
-            chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-        }
-        dst += seg.length as usize;
+        dst += len;
     }
     Ok(())
 }
@@ -388,6 +389,34 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
         Ok(())
     }
 
+    /// Adds the pieces of `run`, each that fits the current segment and
+    /// request straight into the chain.
+    fn add_run(&mut self, run: Run<'_>) -> Result {
+        self.chain.reserve_sges(run.count())?;
+        let mut room = self.max_sge.saturating_sub(self.chain.pending_sges());
+        for (addr, n) in run.pieces() {
+            match self.seg {
+                // Not the segment's last bytes (`add` ends the request
+                // there), and the request has room.
+                Some((s, filled)) if n < s.length - filled && room > 0 => {
+                    self.chain.add_sge_in_room(Sge {
+                        addr,
+                        length: n,
+                        lkey: self.lkey,
+                    })?;
+                    self.seg = Some((s, filled + n));
+                    self.written += n;
+                    room -= 1;
+                }
+                _ => {
+                    self.add(addr, n)?;
+                    room = self.max_sge.saturating_sub(self.chain.pending_sges());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<u32> {
         self.flush()?;
         Ok(self.written)
@@ -413,9 +442,7 @@ pub(super) fn build_writes(
         live.res.pd().local_dma_lkey(),
     );
     for (start, end) in ranges {
-        reply.map_reply(start as usize, end as usize, |addr, len| {
-            w.add(addr, len as u32)
-        })?;
+        reply.map_reply(start as usize, end as usize, |run| w.add_run(run))?;
     }
     w.finish()
 }

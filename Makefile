@@ -74,7 +74,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module clippy kernel bootstrap host-test bench bench-proto vm-test vm-test-data hostile stall dropin mutants check demo clean \
+.PHONY: all module clippy kernel bootstrap host-test bench bench-insns bench-proto vm-test vm-test-data hostile stall dropin mutants check demo clean \
 	install uninstall dkms-add deb deb-test deb-vm-test
 
 all: module
@@ -139,6 +139,11 @@ host-test:
 
 bench:
 	$(ROOT)/scripts/bench $(BENCH_ARGS)
+
+# Instructions per I/O of the server transports themselves, ours against
+# the C svcrdma's server share: results/insns-<time>/summary.txt.
+bench-insns:
+	$(ROOT)/scripts/bench-insns $(BENCH_INSNS_ARGS)
 
 bench-proto:
 	$(ROOT)/scripts/bench-proto

@@ -88,4 +88,38 @@ with tempfile.TemporaryDirectory() as top:
     check("goal page_slope siw ours=8 c=5 ratio=1.59" in text, "the per-page slope: (1 MiB - 4 KiB) / 255")
     plain = subprocess.run([sys.executable, report, d], capture_output=True, text=True).stdout
     check("goal " not in plain, "no goal lines without --goals")
+
+# --summary: counts named <server>.<job>@v<vers>#<run>, two versions, three
+# runs. C's server share per I/O is 80 + run on rand_read (svc_rdma_sendto
+# 800 + 10 * run over 10 I/Os) and 10x that on seq_read; ours 70, 75 on
+# rand_read_qd1 under v4.2 (the worst 4 KiB read), 700 on seq_read.
+with tempfile.TemporaryDirectory() as top:
+    d = os.path.join(top, "run-rxe")
+    os.mkdir(d)
+    for v in ("3", "4.2"):
+        for r in (1, 2, 3):
+            for job, k in (("rand_read", 1), ("rand_write", 1), ("seq_read", 10), ("rand_read_qd1", 1)):
+                tag = f"{job}@v{v}#{r}"
+                ours = 700 * k + (50 if (job, v) == ("rand_read_qd1", "4.2") else 0)
+                bodies = (("c", f"user 5\nffffffffa0000000 {(800 + 10 * r) * k} 1\nffffffffa0000400 {200 * k} 1\n"),
+                          ("rs_auto", f"user 5\nffffffffa0000400 {200 * k} 1\nffffffffa0100000 {ours} 1\n"))
+                for srv, body in bodies:
+                    open(os.path.join(d, f"insns.{srv}.{tag}"), "w").write(body)
+                    open(os.path.join(d, f"kallsyms.{srv}.{tag}"), "w").write(gsyms)
+                    open(os.path.join(d, f"ios.{srv}.{tag}"), "w").write("10\n")
+    out = subprocess.run([sys.executable, report, d, "--summary"], capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report --summary runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    check("| rxe | 3 | rand_read | 3 | 70 (70-70) | 82 (81-83) | 0.85 (0.84-0.86) |" in text,
+          "per job and version: the median over the runs and the min-max spread")
+    check("goal rpc4k_read rxe ours=75 c=82 ratio=0.91 at=4.2/rand_read_qd1 spread=0.90-0.93 runs=3" in text,
+          "a goal line is the worst job and version, with its spread and run count")
+    check("goal rpc4k_write rxe ours=70 c=82 ratio=0.85 at=3/rand_write" in text, "the write goal")
+    check("goal page_slope rxe ours=2 c=3 ratio=0.85 at=3/seq_read-rand_read" in text,
+          "the slope from the 1 MiB and 4 KiB jobs of one version and run")
+    check("goal twovm_4k rxe not-measured" in text, "an unmeasured goal says so")
+    check("## " not in text, "no per-job tables in the summary")
+    one = subprocess.run([sys.executable, report, d, "--run", "2"], capture_output=True, text=True).stdout
+    check("## rand_read@v3#2" in one and "#1:" not in one and "#3:" not in one,
+          "--run keeps one run's tables")
 finish()

@@ -209,6 +209,11 @@ void svcrdma_rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 	ib_dma_unmap_page(dev, addr, size, dir);
 }
 
+bool svcrdma_rs_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
 /*
  * Unmaps a run mapped by svcrdma_rs_ib_dma_map_pages(): the bus addresses
  * of its first @npages pages, @len bytes from @offset in the first.

@@ -81,6 +81,7 @@ u64 svcrdma_rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 			       enum dma_data_direction dir);
 void svcrdma_rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t size,
 				  enum dma_data_direction dir);
+bool svcrdma_rs_ib_uses_virt_dma(struct ib_device *dev);
 int svcrdma_rs_ib_dma_map_pages(struct ib_device *dev, struct page *const *pages,
 				unsigned int npages, size_t offset, size_t len,
 				enum dma_data_direction dir, u64 *addrs);

@@ -240,21 +240,40 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// How many pieces (bus addresses) the run has.
-    pub(crate) fn count(&self) -> usize {
-        self.addrs.len()
+    /// The pieces' bus addresses.
+    pub(crate) fn addrs(&self) -> &'a [u64] {
+        self.addrs
     }
 
-    /// The pieces `(bus address, bytes)`, in order.
-    pub(crate) fn pieces(&self) -> impl Iterator<Item = (u64, u32)> + 'a {
-        let (mut left, mut next) = (self.len, self.first);
-        self.addrs.iter().map(move |&addr| {
-            let n = next.min(left);
-            left -= n;
-            next = PAGE_SIZE;
-            (addr, n as u32)
-        })
+    /// Its bytes, and those of its first piece (each following piece but
+    /// the last has a page's).
+    pub(crate) fn lens(&self) -> (usize, usize) {
+        (self.len, self.first)
     }
+}
+
+/// Makes room for `n` more entries in `v`, calling the allocator only if
+/// there is less (the data path's vectors keep their storage, so it
+/// seldom does).
+#[inline]
+pub(super) fn ensure_room<T>(v: &mut KVec<T>, n: usize) -> Result {
+    if v.capacity() - v.len() < n {
+        v.reserve(n, GFP_KERNEL)?;
+    }
+    Ok(())
+}
+
+/// Appends `x` to `v` in room made before ([`ensure_room`]); fails if there
+/// is none.
+#[inline]
+pub(super) fn push_in_room<T>(v: &mut KVec<T>, x: T) -> Result {
+    let Some(slot) = v.spare_capacity_mut().first_mut() else {
+        return Err(ENOMEM);
+    };
+    slot.write(x);
+    // SAFETY: the entry past the length was written just above.
+    unsafe { v.inc_len(1) };
+    Ok(())
 }
 
 /// The pages a run of `len` bytes from `offset` in its first page spans.
@@ -272,15 +291,22 @@ pub(crate) struct DmaMaps {
     dev: DmaDev,
     maps: KVec<Map>,
     addrs: KVec<u64>,
+    /// The device takes kernel virtual addresses (rxe, siw): unmapping
+    /// does nothing there (`ib_dma_unmap_*`), so none is called.
+    virt: bool,
 }
 
 impl DmaMaps {
     /// An empty set for `dev`.
     pub(crate) fn new(dev: &DmaDev) -> Result<Self> {
+        let dev = dev.try_clone()?;
+        // SAFETY: a live device (`DmaDev` invariant).
+        let virt = unsafe { bindings::svcrdma_rs_ib_uses_virt_dma(dev.as_ptr()) };
         Ok(Self {
-            dev: dev.try_clone()?,
+            dev,
             maps: KVec::new(),
             addrs: KVec::new(),
+            virt,
         })
     }
 
@@ -304,8 +330,8 @@ impl DmaMaps {
             return Err(EINVAL);
         }
         let npages = u32::try_from(count).map_err(|_| EINVAL)?;
-        self.maps.reserve(1, GFP_KERNEL)?;
-        self.addrs.reserve(count, GFP_KERNEL)?;
+        ensure_room(&mut self.maps, 1)?;
+        ensure_room(&mut self.addrs, count)?;
         let at = self.addrs.len();
         let room = self.addrs.spare_capacity_mut();
         if room.len() < count {
@@ -335,16 +361,17 @@ impl DmaMaps {
         // SAFETY: the shim wrote the first `count` spare entries.
         unsafe { self.addrs.inc_len(count) };
         // INVARIANT: live mappings on `dev`, their addresses just recorded.
-        // Room was reserved above.
-        self.maps
-            .push_within_capacity(Map::Pages {
+        // Room was made above.
+        push_in_room(
+            &mut self.maps,
+            Map::Pages {
                 at,
                 count,
                 offset,
                 len,
                 dir,
-            })
-            .map_err(|_| ENOMEM)?;
+            },
+        )?;
         let addrs = self.addrs.get(at..).ok_or(EINVAL)?;
         Ok(Run {
             addrs,
@@ -360,17 +387,15 @@ impl DmaMaps {
     /// The memory must be directly mapped (kmalloc or lowmem page) and stay
     /// allocated until [`DmaMaps::unmap_all`].
     pub(crate) unsafe fn map_virt(&mut self, ptr: *mut u8, len: usize, dir: Dir) -> Result<u64> {
-        self.maps.reserve(1, GFP_KERNEL)?;
+        ensure_room(&mut self.maps, 1)?;
         let (dev, dir) = (self.dev.as_ptr(), dir.raw());
         // SAFETY: as the function's requirements say.
         let addr = unsafe { bindings::svcrdma_rs_ib_dma_map_single(dev, ptr.cast(), len, dir) };
         if self.dev.mapping_error(addr) {
             return Err(EIO);
         }
-        // INVARIANT: a live mapping on `dev`. Room was reserved above.
-        self.maps
-            .push_within_capacity(Map::Virt { addr, len, dir })
-            .map_err(|_| ENOMEM)?;
+        // INVARIANT: a live mapping on `dev`. Room was made above.
+        push_in_room(&mut self.maps, Map::Virt { addr, len, dir })?;
         Ok(addr)
     }
 
@@ -384,7 +409,20 @@ impl DmaMaps {
     /// (`MappedPages`) lives in the owner of the chains that use its
     /// mappings, which nobody holds from a chain's post until its
     /// completion or the QP's destruction ([`super::owned`]).
+    #[inline]
     pub(crate) fn unmap_all(&mut self) {
+        if self.virt || self.maps.is_empty() {
+            // Nothing to undo on such a device (see `virt`), or nothing
+            // mapped (every run's addresses come with its entry).
+            self.maps.clear();
+            self.addrs.clear();
+            return;
+        }
+        self.unmap_each();
+    }
+
+    /// [`DmaMaps::unmap_all`] on a device that needs its mappings undone.
+    fn unmap_each(&mut self) {
         let dev = self.dev.as_ptr();
         while let Some(m) = self.maps.pop() {
             // Made by this value as recorded, undone once (taken out of

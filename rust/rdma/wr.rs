@@ -6,6 +6,7 @@
 
 use kernel::prelude::*;
 
+use super::dma::{ensure_room, push_in_room};
 use crate::bindings;
 
 /// Scatter/gather entries per work request the data path uses at most
@@ -217,34 +218,40 @@ impl Chain {
         Ok(())
     }
 
-    /// Makes room for `n` more SGEs, so that [`Chain::add_sge_in_room`]
-    /// does not fail for them.
-    pub(crate) fn reserve_sges(&mut self, n: usize) -> Result {
-        self.sges.reserve(n, GFP_KERNEL)?;
-        Ok(())
-    }
-
-    /// [`Chain::add_sge`] into room made before ([`Chain::reserve_sges`]);
-    /// fails if there is none.
-    #[inline]
-    pub(crate) fn add_sge_in_room(&mut self, s: Sge) -> Result {
-        self.sges.push_within_capacity(s.into()).map_err(|_| ENOMEM)
+    /// Adds the SGEs `next` gives, until it gives none or `max` are added,
+    /// for the next request (as [`Chain::add_sge`] does). Returns how many.
+    pub(crate) fn add_sges_with(
+        &mut self,
+        max: usize,
+        mut next: impl FnMut() -> Option<Sge>,
+    ) -> Result<usize> {
+        ensure_room(&mut self.sges, max)?;
+        let room = self.sges.spare_capacity_mut();
+        let mut n = 0usize;
+        for slot in room.iter_mut().take(max) {
+            let Some(s) = next() else {
+                break;
+            };
+            slot.write(s.into());
+            n += 1;
+        }
+        // SAFETY: the loop wrote the first `n` entries past the length.
+        unsafe { self.sges.inc_len(n) };
+        Ok(n)
     }
 
     /// Appends `wr` with the pending SGEs as its list.
     fn push_pending(&mut self, wr: Wr) -> Result {
-        self.wrs.reserve(1, GFP_KERNEL)?;
-        self.spans.reserve(1, GFP_KERNEL)?;
+        ensure_room(&mut self.wrs, 1)?;
+        ensure_room(&mut self.spans, 1)?;
         let first = self.pending_from();
         let bytes = self
             .sges
             .get(first..)
             .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
-        self.spans
-            .push_within_capacity((first, self.sges.len() - first))
-            .map_err(|_| ENOMEM)?;
+        push_in_room(&mut self.spans, (first, self.sges.len() - first))?;
         let opcode = wr.base_ref().opcode;
-        self.wrs.push_within_capacity(wr).map_err(|_| ENOMEM)?;
+        push_in_room(&mut self.wrs, wr)?;
         self.count(opcode, bytes);
         Ok(())
     }

@@ -724,19 +724,31 @@ impl<'a, C> Rqst<'a, C> {
         pages.reply = None;
         spare.reply = None;
         // INVARIANT: each reference moves from `pages` to its slot, and the
-        // slot's own to `spare` (within its room) or is put.
-        for (i, page) in pages.pages.drain_all().enumerate() {
+        // slot's own (the request holds one on each of its pages) into
+        // `pages` in its place; empty slots leave nothing there.
+        let mut kept = 0usize;
+        for i in 0..n {
+            let Some(&page) = pages.pages.get(i) else {
+                break;
+            };
             // SAFETY: `i` is within the argument pages (checked above).
             let slot = unsafe { &mut *r.rq_pages.add(i) };
-            if !slot.is_null() {
-                if let Err(old) = spare.pages.push_within_capacity(*slot) {
-                    // SAFETY: the request holds a reference on each of its
-                    // pages.
-                    unsafe { bindings::svcrdma_rs_put_page(old.0) };
-                }
+            let old = core::mem::replace(slot, page);
+            if let Some(at) = pages.pages.get_mut(kept).filter(|_| !old.is_null()) {
+                *at = old;
+                kept += 1;
             }
-            *slot = page;
         }
+        pages.pages.truncate(kept);
+        // The replaced pages: into `spare` as far as its room goes, the rest
+        // put together.
+        while spare.pages.len() < spare.pages.capacity() {
+            let Some(page) = pages.pages.pop() else {
+                break;
+            };
+            spare.push_reserved(page);
+        }
+        pages.clear();
         // SAFETY: slot 0 holds a page now (n >= 1), a lowmem page.
         r.rq_arg.head[0].iov_base = unsafe { bindings::svcrdma_rs_page_address(*r.rq_pages) };
         // SAFETY: the page array has at least `n` entries.

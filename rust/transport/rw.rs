@@ -36,6 +36,7 @@ use crate::{
         wc_status,
         wr::{Chain, Sge},
     },
+    sunrpc::PAGE_SIZE,
 };
 
 /// Takes the `n` FRMR pool entries a Call's Reads need into `ctxt`, all at
@@ -163,25 +164,31 @@ fn dma_reads(
             continue;
         }
         args.map_range(dst, len, Dir::FromDevice, |run| {
-            chain.reserve_sges(run.count())?;
-            // Where the pending request starts in the segment, and its
-            // bytes so far; its SGEs go straight into the chain.
-            let (mut wr_start, mut wr_len) = (0u64, 0u64);
-            for (addr, length) in run.pieces() {
-                chain.add_sge_in_room(Sge {
-                    addr,
-                    length,
-                    lkey: key,
+            let addrs = run.addrs();
+            let (mut left, mut next) = run.lens();
+            let (mut at, mut wr_start) = (0usize, 0u64);
+            // One Read per `max_sge` pieces, their SGEs straight into the
+            // chain.
+            while at < addrs.len() {
+                let mut bytes = 0u64;
+                let added = chain.add_sges_with(max_sge.max(1), || {
+                    let &addr = addrs.get(at)?;
+                    let n = next.min(left);
+                    at += 1;
+                    left -= n;
+                    next = PAGE_SIZE;
+                    bytes += n as u64;
+                    Some(Sge {
+                        addr,
+                        length: n as u32,
+                        lkey: key,
+                    })
                 })?;
-                wr_len += u64::from(length);
-                if chain.pending_sges() == max_sge {
-                    chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
-                    wr_start += wr_len;
-                    wr_len = 0;
+                if added == 0 {
+                    break;
                 }
-            }
-            if chain.pending_sges() > 0 {
                 chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+                wr_start += bytes;
             }
             Ok(())
         })?;
@@ -389,30 +396,49 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
         Ok(())
     }
 
-    /// Adds the pieces of `run`, each that fits the current segment and
-    /// request straight into the chain.
+    /// Adds the pieces of `run`: those that fit the current segment (not
+    /// its last bytes) and request go straight into the chain, as many at
+    /// a time as fit; the others through [`ChunkWriter::add`].
     fn add_run(&mut self, run: Run<'_>) -> Result {
-        self.chain.reserve_sges(run.count())?;
-        let mut room = self.max_sge.saturating_sub(self.chain.pending_sges());
-        for (addr, n) in run.pieces() {
-            match self.seg {
-                // Not the segment's last bytes (`add` ends the request
-                // there), and the request has room.
-                Some((s, filled)) if n < s.length - filled && room > 0 => {
-                    self.chain.add_sge_in_room(Sge {
-                        addr,
-                        length: n,
-                        lkey: self.lkey,
-                    })?;
-                    self.seg = Some((s, filled + n));
-                    self.written += n;
-                    room -= 1;
+        let addrs = run.addrs();
+        let (mut left, mut next) = run.lens();
+        let mut at = 0usize;
+        while let Some(&addr) = addrs.get(at) {
+            // A piece is at most a page, or a head or tail within one.
+            let n = u32::try_from(next.min(left)).map_err(|_| EINVAL)?;
+            let pending = self.chain.pending_sges();
+            let Some((s, filled)) = self
+                .seg
+                .filter(|&(s, f)| n < s.length - f && pending < self.max_sge)
+            else {
+                self.add(addr, n)?;
+                at += 1;
+                left -= n as usize;
+                next = PAGE_SIZE;
+                continue;
+            };
+            // Strictly less than the segment's room: `add` ends the
+            // request at the segment's end.
+            let budget = s.length - filled;
+            let (lkey, mut bytes) = (self.lkey, 0u32);
+            self.chain.add_sges_with(self.max_sge - pending, || {
+                let &addr = addrs.get(at)?;
+                let n = next.min(left) as u32;
+                if n >= budget - bytes {
+                    return None;
                 }
-                _ => {
-                    self.add(addr, n)?;
-                    room = self.max_sge.saturating_sub(self.chain.pending_sges());
-                }
-            }
+                bytes += n;
+                at += 1;
+                left -= n as usize;
+                next = PAGE_SIZE;
+                Some(Sge {
+                    addr,
+                    length: n,
+                    lkey,
+                })
+            })?;
+            self.seg = Some((s, filled + bytes));
+            self.written += bytes;
         }
         Ok(())
     }

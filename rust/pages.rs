@@ -195,7 +195,7 @@ impl MappedPages {
                     // SAFETY: so the memory stays allocated until the
                     // unmapping.
                     let addr = unsafe { maps.map_virt(p, l, Dir::ToDevice) }?;
-                    f(Run::one(&addr, l))
+                    f(Run::one(&addr, l)?)
                 }
                 Span::Pages(run, off, l) => {
                     // SAFETY: as above.

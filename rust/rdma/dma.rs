@@ -222,7 +222,7 @@ enum Map {
 
 /// Bytes mapped as a run: `len` bytes whose first `first` lie at
 /// `addrs[0]`, each following whole page at the next address, the rest at
-/// the last.
+/// the last. No piece is longer than a page.
 #[derive(Clone, Copy)]
 pub(crate) struct Run<'a> {
     addrs: &'a [u64],
@@ -231,24 +231,61 @@ pub(crate) struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// `len` bytes mapped at `addr`, in one piece.
-    pub(crate) fn one(addr: &'a u64, len: usize) -> Self {
-        Self {
+    /// `len` bytes mapped at `addr`, in one piece; `EINVAL` if longer than
+    /// a page.
+    pub(crate) fn one(addr: &'a u64, len: usize) -> Result<Self> {
+        if len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        Ok(Self {
             addrs: core::slice::from_ref(addr),
             first: len,
             len,
+        })
+    }
+
+    /// Its pieces, in order.
+    pub(crate) fn pieces(&self) -> Pieces<'a> {
+        Pieces {
+            addrs: self.addrs,
+            at: 0,
+            left: self.len,
+            next: self.first,
         }
     }
+}
 
-    /// The pieces' bus addresses.
-    pub(crate) fn addrs(&self) -> &'a [u64] {
-        self.addrs
+/// The pieces `(bus address, bytes)` of a [`Run`], which can be looked at
+/// before they are taken.
+pub(crate) struct Pieces<'a> {
+    addrs: &'a [u64],
+    at: usize,
+    /// Bytes of the run not yet taken.
+    left: usize,
+    /// Bytes of the next piece, unless fewer are left.
+    next: usize,
+}
+
+impl Pieces<'_> {
+    /// The next piece, not taken.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<(u64, u32)> {
+        let &addr = self.addrs.get(self.at)?;
+        // At most a page (`Run`), so it fits.
+        Some((addr, self.next.min(self.left) as u32))
     }
+}
 
-    /// Its bytes, and those of its first piece (each following piece but
-    /// the last has a page's).
-    pub(crate) fn lens(&self) -> (usize, usize) {
-        (self.len, self.first)
+impl Iterator for Pieces<'_> {
+    type Item = (u64, u32);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u32)> {
+        let piece = self.peek()?;
+        self.at += 1;
+        self.left -= piece.1 as usize;
+        self.next = PAGE_SIZE;
+        Some(piece)
     }
 }
 

@@ -36,7 +36,6 @@ use crate::{
         wc_status,
         wr::{Chain, Sge},
     },
-    sunrpc::PAGE_SIZE,
 };
 
 /// Takes the `n` FRMR pool entries a Call's Reads need into `ctxt`, all at
@@ -164,33 +163,27 @@ fn dma_reads(
             continue;
         }
         args.map_range(dst, len, Dir::FromDevice, |run| {
-            let addrs = run.addrs();
-            let (mut left, mut next) = run.lens();
-            let (mut at, mut wr_start) = (0usize, 0u64);
+            let mut pieces = run.pieces();
+            let mut wr_start = 0u64;
             // One Read per `max_sge` pieces, their SGEs straight into the
             // chain.
-            while at < addrs.len() {
+            loop {
                 let mut bytes = 0u64;
                 let added = chain.add_sges_with(max_sge.max(1), || {
-                    let &addr = addrs.get(at)?;
-                    let n = next.min(left);
-                    at += 1;
-                    left -= n;
-                    next = PAGE_SIZE;
-                    bytes += n as u64;
+                    let (addr, length) = pieces.next()?;
+                    bytes += u64::from(length);
                     Some(Sge {
                         addr,
-                        length: n as u32,
+                        length,
                         lkey: key,
                     })
                 })?;
                 if added == 0 {
-                    break;
+                    return Ok(());
                 }
                 chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
                 wr_start += bytes;
             }
-            Ok(())
         })?;
         dst += len;
     }
@@ -400,21 +393,15 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
     /// its last bytes) and request go straight into the chain, as many at
     /// a time as fit; the others through [`ChunkWriter::add`].
     fn add_run(&mut self, run: Run<'_>) -> Result {
-        let addrs = run.addrs();
-        let (mut left, mut next) = run.lens();
-        let mut at = 0usize;
-        while let Some(&addr) = addrs.get(at) {
-            // A piece is at most a page, or a head or tail within one.
-            let n = u32::try_from(next.min(left)).map_err(|_| EINVAL)?;
+        let mut pieces = run.pieces();
+        while let Some((addr, n)) = pieces.peek() {
             let pending = self.chain.pending_sges();
             let Some((s, filled)) = self
                 .seg
                 .filter(|&(s, f)| n < s.length - f && pending < self.max_sge)
             else {
                 self.add(addr, n)?;
-                at += 1;
-                left -= n as usize;
-                next = PAGE_SIZE;
+                pieces.next();
                 continue;
             };
             // Strictly less than the segment's room: `add` ends the
@@ -422,15 +409,9 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             let budget = s.length - filled;
             let (lkey, mut bytes) = (self.lkey, 0u32);
             self.chain.add_sges_with(self.max_sge - pending, || {
-                let &addr = addrs.get(at)?;
-                let n = next.min(left) as u32;
-                if n >= budget - bytes {
-                    return None;
-                }
+                let (addr, n) = pieces.peek().filter(|&(_, n)| n < budget - bytes)?;
+                pieces.next();
                 bytes += n;
-                at += 1;
-                left -= n as usize;
-                next = PAGE_SIZE;
                 Some(Sge {
                     addr,
                     length: n,

@@ -4,6 +4,7 @@
 file: each instruction's runs per I/O from the blocks that cover it, what
 a call calls, and the function's sum."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,4 +57,43 @@ with tempfile.TemporaryDirectory() as d:
     gone = subprocess.run([sys.executable, tool, d, "rs_auto.rand_read", obj, "nosuch"],
                           capture_output=True, text=True)
     check(gone.returncode != 0 and "nosuch" in gone.stderr, "an unknown symbol is refused")
+
+# --lines: the counts by source line, through inlined calls. f (lines 1-4
+# of t.c) inlines g (5-8) at line 3; one block of f runs 10 times per I/O.
+csrc = """static inline __attribute__((always_inline)) int g(int *p)
+{
+\treturn p[0] * 3 + p[1];
+}
+int f(int *p)
+{
+\treturn g(p) + 1;
+}
+"""
+with tempfile.TemporaryDirectory() as d:
+    src, obj, nodbg = os.path.join(d, "t.c"), os.path.join(d, "t.o"), os.path.join(d, "n.o")
+    open(src, "w").write(csrc)
+    subprocess.run(["gcc", "-O2", "-g", "-c", "-o", obj, src], check=True)
+    subprocess.run(["gcc", "-O2", "-c", "-o", nodbg, src], check=True)
+    base = 0xffffffffa0000000
+    open(os.path.join(d, "kallsyms.rs_auto.rand_read"), "w").write(f"{base:x} t f\t[svcrdma_rs]\n")
+    dis = subprocess.run(["objdump", "-d", obj], capture_output=True, text=True).stdout
+    n = sum(1 for line in dis.splitlines() if re.match(r"^\s+[0-9a-f]+:\t", line))
+    open(os.path.join(d, "insns.rs_auto.rand_read"), "w").write(f"user 1\n{base:x} {10 * n} 10\n")
+    open(os.path.join(d, "ios.rs_auto.rand_read"), "w").write("1\n")
+    out = subprocess.run([sys.executable, tool, d, "rs_auto.rand_read", obj, "f", "--lines", "4", "0"],
+                         capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-annotate --lines runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    check(re.search(r"\n\s+[\d.]+ \S*t\.c:7\n", text) is not None,
+          "the outermost frame: f's line that the inlined call is on")
+    inner = re.search(r"\n\s+([\d.]+)   \S*t\.c:3\n", text)
+    check(inner is not None and float(inner.group(1)) > 0,
+          "g's line, one level down, under f's line with its instructions")
+    total = float(re.search(r"\): ([\d.]+) instructions", text).group(1))
+    top = sum(float(m.group(1)) for m in re.finditer(r"\n\s+([\d.]+) \S*t\.c:\d+", "\n" + text))
+    check(abs(top - total) < 0.01, f"the outermost lines add up to the function's count ({top} of {total})")
+    bare = subprocess.run([sys.executable, tool, d, "rs_auto.rand_read", nodbg, "f", "--lines"],
+                          capture_output=True, text=True)
+    check(bare.returncode != 0 and "line tables" in bare.stderr,
+          "a module without line tables is refused, not shown as ??")
 finish()

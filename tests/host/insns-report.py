@@ -122,4 +122,111 @@ with tempfile.TemporaryDirectory() as top:
     one = subprocess.run([sys.executable, report, d, "--run", "2"], capture_output=True, text=True).stdout
     check("## rand_read@v3#2" in one and "#1:" not in one and "#3:" not in one,
           "--run keeps one run's tables")
+
+# Events per I/O (10 I/Os). Device entries (rxe_post_send etc.) count the
+# client's too: C's posts are ours plus the C run's device calls less
+# ours. The fourth column is locked instructions executed.
+esyms = """ffffffff81000000 T __schedule
+ffffffffa0000000 t svc_rdma_wc_send\t[rpcrdma]
+ffffffffa0000100 t svc_rdma_wc_receive\t[rpcrdma]
+ffffffffa0000200 t rpcrdma_wc_send\t[rpcrdma]
+ffffffffa0000300 t svc_rdma_wc_read_done\t[rpcrdma]
+ffffffffa0100000 t svcrdma_rs_ib_post_send\t[svcrdma_rs]
+ffffffffa0100100 t svcrdma_rs_ib_post_recv\t[svcrdma_rs]
+ffffffffa0100200 t _RINvNtNtCsgDxedjgdAaq_10svcrdma_rs4rdma5owned4doneNtNtNtB6_9transport4ctxt8CallCtxtKy0_EB6_\t[svcrdma_rs]
+ffffffffa0100280 t _RINvNtNtCsgDxedjgdAaq_10svcrdma_rs4rdma5owned4doneNtNtNtB6_9transport4ctxt8CallCtxtKy1_EB6_\t[svcrdma_rs]
+ffffffffa0100300 t _RINvNtNtCsgDxedjgdAaq_10svcrdma_rs4rdma4recv9recv_doneXEB6_\t[svcrdma_rs]
+ffffffffa0200000 t rxe_post_send\t[rdma_rxe]
+ffffffffa0200100 t rxe_post_recv\t[rdma_rxe]
+ffffffffa0200200 t rxe_req_notify_cq\t[rdma_rxe]
+"""
+# C run: client sends 10 (rpcrdma_wc_send), posts 20 sends (10 client, 10
+# server) and 4 receives (2 and 2), 10 send and 10 receive completions at
+# its handlers and 4 Read-chain ones, 9 arms, 30 switches; 60 locked in
+# all, 25 in rpcrdma.
+e_c = """user 100 0 0
+ffffffff81000000 300 30 35
+ffffffffa0000000 100 10 20
+ffffffffa0000100 100 10 0
+ffffffffa0000200 100 10 5
+ffffffffa0000300 40 4 0
+ffffffffa0200000 200 20 0
+ffffffffa0200100 40 4 0
+ffffffffa0200200 90 9 0
+"""
+# Ours: the same client (10 posts, 2 receives, rpcrdma 5 locked), our
+# server posts 10 sends through the shim, 1 receive post, 3 Reply chain
+# and 6 Read chain completions, 10 receive completions; 7 arms, 20
+# switches, 30 locked in all, 2 in svcrdma_rs.
+e_rs = """user 100 0 0
+ffffffff81000000 200 20 23
+ffffffffa0000200 100 10 5
+ffffffffa0100000 100 10 2
+ffffffffa0100100 10 1 0
+ffffffffa0100200 30 3 0
+ffffffffa0100280 60 6 0
+ffffffffa0100300 100 10 0
+ffffffffa0200000 200 20 0
+ffffffffa0200100 30 3 0
+ffffffffa0200200 70 7 0
+"""
+with tempfile.TemporaryDirectory() as top:
+    d = os.path.join(top, "run-rxe")
+    os.mkdir(d)
+    for tag, body in (("c.rand_read", e_c), ("rs_auto.rand_read", e_rs)):
+        open(os.path.join(d, "insns." + tag), "w").write(body)
+        open(os.path.join(d, "kallsyms." + tag), "w").write(esyms)
+        open(os.path.join(d, "ios." + tag), "w").write("10\n")
+    out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report --goals with events runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    check("| ib_post_send calls | 1.00 | 1.00 | the server |" in text,
+          "post_send: ours at the shim, C's as ours plus the device's calls of its run less ours")
+    check("| ib_post_recv calls | 0.10 | 0.20 | the server |" in text, "post_recv the same way")
+    check("| Reply (Send) completions | 0.30 | 1.00 | the server |" in text,
+          "Send completions at each server's handlers, not the client's, nor Read chains'")
+    check("| Read-chain completions | 0.60 | 0.40 | the server |" in text,
+          "Read-chain completions apart")
+    check("| receive completions | 1.00 | 1.00 | the server |" in text, "receive completions")
+    check("| locked instructions in the transport's module | 0.20 | 2.00 | the server |" in text,
+          "locked in the module: ours, and C's rpcrdma less the client's (rpcrdma of our run)")
+    check("| CQ arms (whole guest) | 0.70 | 0.90 | each run |" in text, "CQ arms of each whole guest")
+    check("| context switches (whole guest, __schedule) | 2.00 | 3.00 | each run |" in text,
+          "context switches: __schedule entered")
+    check("| locked instructions (whole guest) | 3.00 | 6.00 | each run |" in text,
+          "locked instructions: the fourth column, summed over the guest")
+    # Three columns (a plugin that did not count them): no locked figures.
+    for tag, body in (("c.rand_read", e_c), ("rs_auto.rand_read", e_rs)):
+        open(os.path.join(d, "insns." + tag), "w").write(
+            "\n".join(" ".join(l.split()[:3]) for l in body.splitlines()) + "\n")
+    text = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True).stdout
+    check("| locked instructions (whole guest) | - | - | each run |" in text,
+          "no fourth column: locked instructions not measured, not zero")
+
+# --summary's event goals over runs and jobs: the worst job (send
+# completions at QD16: rand_read's 0.3 against rand_write's 0.5; post_send
+# per Reply on read jobs only), C's there, and the limit.
+with tempfile.TemporaryDirectory() as top:
+    d = os.path.join(top, "run-rxe")
+    os.mkdir(d)
+    for job, done, posts in (("rand_read", 3, 10), ("rand_write", 5, 20), ("rand_write_qd1", 9, 20)):
+        for r in (1, 2, 3):
+            tag = f"{job}@v3#{r}"
+            rs = e_rs.replace("ffffffffa0100200 30 3 0", f"ffffffffa0100200 30 {done} 0").replace(
+                "ffffffffa0100000 100 10 2", f"ffffffffa0100000 100 {posts} 2").replace(
+                "ffffffffa0200000 200 20 0", f"ffffffffa0200000 200 {posts + 10} 0")
+            for srv, body in (("c", e_c), ("rs_auto", rs)):
+                open(os.path.join(d, f"insns.{srv}.{tag}"), "w").write(body)
+                open(os.path.join(d, f"kallsyms.{srv}.{tag}"), "w").write(esyms)
+                open(os.path.join(d, f"ios.{srv}.{tag}"), "w").write("10\n")
+    text = subprocess.run([sys.executable, report, d, "--summary"], capture_output=True, text=True).stdout
+    check("goal send_completions rxe ours=0.500 c=1.000 limit=0.25 at=3/rand_write runs=3" in text,
+          "send completions: the worst QD16 job, not the QD1 one")
+    check("goal post_send_per_reply rxe ours=1.000 c=1.000 limit=1 at=3/rand_read runs=3" in text,
+          "post_send per Reply judged on read jobs (a write's Reads are posted apart)")
+    check("goal recv_posts_per_call rxe ours=0.100 c=0.200 limit=0.0625" in text, "receive posts per Call")
+    check("goal locked_insns rxe ours=3.000 c=6.000 ratio=0.500" in text,
+          "locked instructions: each whole guest, ours against C's")
+    check("| rxe | 3 | rand_write | 2.00/1.00 | 0.10/0.20 | 0.50/1.00 |" in text,
+          "event rows: ours/C's median per job")
 finish()

@@ -30,8 +30,8 @@ pub const SEND_WR_PER_RPC: u32 = 16;
 /// time, in one call (the C svcrdma posts in batches too). So that the
 /// client's credits are always covered, a connection has `batch - 1`
 /// buffers more than credits and backchannel need: at most that many wait
-/// unposted.
-pub const RECV_BATCH: u32 = 8;
+/// unposted. Sixteen: a receive post (a doorbell on hardware) per 16 Calls.
+pub const RECV_BATCH: u32 = 16;
 
 /// Queue sizes of one connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

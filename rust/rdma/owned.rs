@@ -466,8 +466,11 @@ pub(crate) struct SendOrder<T> {
     inner: SpinLock<Order<T>>,
 }
 
-/// The most owners a [`SendOrder`] keeps waiting.
-pub(crate) const UNSIGNALED_MAX: usize = 16;
+/// The most owners a [`SendOrder`] keeps waiting: enough that under
+/// load most Replies go unsignaled while one signaled chain's completion
+/// is on its way (with 16, more than half of the Replies of 32 4 KiB
+/// reads in flight went signaled).
+pub(crate) const UNSIGNALED_MAX: usize = 64;
 
 struct Order<T> {
     /// The next chain's number.

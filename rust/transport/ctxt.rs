@@ -53,10 +53,15 @@ pub(crate) const READS: u64 = 1;
 ///
 /// `shape` is `None` or the shape of a header decoded from bytes that
 /// began with `bytes`.
+/// `writes` is the kept header's number of Write chunks (0 if none is
+/// kept), and the first `writes.min(MAX_WRITE_CHUNKS)` entries of
+/// `write_totals` their sizes.
 #[derive(Default)]
 pub(crate) struct CallHeader {
     bytes: KVec<u8>,
     shape: Option<Shape>,
+    writes: usize,
+    write_totals: [u32; MAX_WRITE_CHUNKS],
 }
 
 impl CallHeader {
@@ -65,6 +70,8 @@ impl CallHeader {
         Ok(Self {
             bytes: KVec::with_capacity(n, GFP_KERNEL)?,
             shape: None,
+            writes: 0,
+            write_totals: [0; MAX_WRITE_CHUNKS],
         })
     }
 
@@ -76,7 +83,27 @@ impl CallHeader {
         // INVARIANT: the shape of a header decoded from `msg`, whose first
         // `hdr_len` bytes these are.
         self.shape = Some(header.shape());
+        // INVARIANT: its Write chunks' count and sizes.
+        self.writes = header.writes.len();
+        if self.writes > 0 {
+            for (t, c) in self.write_totals.iter_mut().zip(header.writes.iter()) {
+                *t = c.total();
+            }
+        }
         Ok(())
+    }
+
+    /// The kept header's Write chunk `k`: `Ok(None)` if it has no such
+    /// chunk, its size if it is one of the first [`MAX_WRITE_CHUNKS`];
+    /// fails if no header is kept, or (`E2BIG`) for a chunk past those.
+    pub(crate) fn write_chunk_total(&self, k: usize) -> Result<Option<u32>> {
+        if self.shape.is_none() {
+            return Err(EINVAL);
+        }
+        if k >= self.writes {
+            return Ok(None);
+        }
+        self.write_totals.get(k).copied().map(Some).ok_or(E2BIG)
     }
 
     /// The kept header; fails if none is kept.
@@ -88,6 +115,7 @@ impl CallHeader {
     pub(crate) fn clear(&mut self) {
         self.shape = None;
         self.bytes.clear();
+        self.writes = 0;
     }
 }
 

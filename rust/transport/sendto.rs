@@ -52,16 +52,23 @@ pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Resul
     if length == 0 {
         return Ok(());
     }
-    let header = ctxt.hdr.get()?;
     let k = ctxt.next_write;
-    let Some(chunk) = header.writes.iter().nth(k) else {
+    let total = match ctxt.hdr.write_chunk_total(k) {
+        Ok(Some(total)) => total,
         // No Write chunk left: the payload stays in the Reply.
-        return Ok(());
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            // A chunk past those we take still belongs to this payload.
+            if e == E2BIG {
+                ctxt.next_write = k + 1;
+            }
+            return Err(e);
+        }
     };
     // This chunk belongs to this payload, used or not.
     ctxt.next_write = k + 1;
     let slot = ctxt.payloads.get_mut(k).ok_or(E2BIG)?;
-    if length > chunk.total() {
+    if length > total {
         return Err(E2BIG);
     }
     *slot = Payload {
@@ -197,9 +204,11 @@ fn compose(
     let wrote = written.iter().any(|&w| w > 0);
     count_reply(&live, how, wrote, call.xid);
 
-    let invalidate = call
-        .single_handle()
-        .filter(|_| live.info.remote_invalidate());
+    let invalidate = if live.info.remote_invalidate() {
+        call.single_handle()
+    } else {
+        None
+    };
     Ok((len as usize, total, invalidate))
 }
 

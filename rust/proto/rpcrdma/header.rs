@@ -284,6 +284,34 @@ pub struct Header<'a> {
     /// from ([`Header::shape`]). Kept instead of the offsets, so that a
     /// header stays small to move.
     base: usize,
+    /// The segments' handles, summed up while they were validated
+    /// ([`Header::single_handle`]).
+    handles: Handles,
+}
+
+/// What the handles of a header's segments (all lists) have in common,
+/// gathered one segment at a time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Handles {
+    /// No segment yet.
+    #[default]
+    None,
+    /// Every segment so far has this handle.
+    One(u32),
+    /// Two segments differ.
+    Many,
+}
+
+impl Handles {
+    /// Counts a segment with handle `h`.
+    #[inline]
+    fn add(&mut self, h: u32) {
+        *self = match *self {
+            Handles::None => Handles::One(h),
+            Handles::One(x) if x == h => Handles::One(x),
+            _ => Handles::Many,
+        };
+    }
 }
 
 impl PartialEq for Header<'_> {
@@ -295,6 +323,7 @@ impl PartialEq for Header<'_> {
             && self.writes == other.writes
             && self.reply == other.reply
             && self.hdr_len == other.hdr_len
+            && self.handles == other.handles
     }
 }
 
@@ -315,6 +344,7 @@ pub struct Shape {
     /// The Reply chunk's segments: offset, count and total bytes.
     reply: Option<(usize, usize, u32)>,
     hdr_len: usize,
+    handles: Handles,
 }
 
 impl Shape {
@@ -345,6 +375,7 @@ impl Shape {
             reply,
             hdr_len: self.hdr_len,
             base: buf.as_ptr() as usize,
+            handles: self.handles,
         })
     }
 }
@@ -367,6 +398,7 @@ impl Header<'_> {
             ),
             reply: self.reply.map(|c| (at(c.bytes()), c.count(), c.total())),
             hdr_len: self.hdr_len,
+            handles: self.handles,
         }
     }
 
@@ -374,18 +406,10 @@ impl Header<'_> {
     /// call carries at least one segment (in any list) and every segment's
     /// handle is `h`.
     pub fn single_handle(&self) -> Option<u32> {
-        let reads = self.reads.iter().map(|s| s.handle);
-        let writes = self
-            .writes
-            .iter()
-            .flat_map(|c| c.segments().map(|s| s.handle));
-        let reply = self
-            .reply
-            .into_iter()
-            .flat_map(|c| c.segments().map(|s| s.handle));
-        let mut all = reads.chain(writes).chain(reply);
-        let first = all.next()?;
-        all.all(|h| h == first).then_some(first)
+        match self.handles {
+            Handles::One(h) => Some(h),
+            Handles::None | Handles::Many => None,
+        }
     }
 }
 
@@ -413,7 +437,11 @@ fn add_length(total: u32, len: u32, limits: &Limits) -> Result<u32, ChunkError> 
 }
 
 /// Validates the Read list at `r`, leaving `r` after its terminator.
-fn read_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<ReadList<'a>, ChunkError> {
+fn read_list<'a>(
+    r: &mut Reader<'a>,
+    limits: &Limits,
+    handles: &mut Handles,
+) -> Result<ReadList<'a>, ChunkError> {
     let start = r.rest();
     let mut len = 0usize;
     let mut prev: Option<u32> = None;
@@ -449,6 +477,7 @@ fn read_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<ReadList<'a>, Ch
             return Err(ChunkError::TooManySegments);
         }
         prev = Some(s.position);
+        handles.add(s.handle);
     }
     let bytes = len
         .checked_mul(READ_ENTRY_LEN)
@@ -460,7 +489,11 @@ fn read_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<ReadList<'a>, Ch
 }
 
 /// Validates one Write or Reply chunk (segment count and segments) at `r`.
-fn chunk<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<Chunk<'a>, ChunkError> {
+fn chunk<'a>(
+    r: &mut Reader<'a>,
+    limits: &Limits,
+    handles: &mut Handles,
+) -> Result<Chunk<'a>, ChunkError> {
     let count = r.u32().ok_or(ChunkError::Truncated)?;
     if count == 0 {
         return Err(ChunkError::EmptyChunk);
@@ -482,12 +515,17 @@ fn chunk<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<Chunk<'a>, ChunkErro
             return Err(ChunkError::OffsetOverflow);
         }
         total = add_length(total, s.length, limits)?;
+        handles.add(s.handle);
     }
     Ok(Chunk::new(segs, count, total))
 }
 
 /// Validates the Write list at `r`, leaving `r` after its terminator.
-fn write_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<WriteList<'a>, ChunkError> {
+fn write_list<'a>(
+    r: &mut Reader<'a>,
+    limits: &Limits,
+    handles: &mut Handles,
+) -> Result<WriteList<'a>, ChunkError> {
     let start = r.rest();
     let begin = r.position();
     let mut len = 0usize;
@@ -496,7 +534,7 @@ fn write_list<'a>(r: &mut Reader<'a>, limits: &Limits) -> Result<WriteList<'a>, 
         if len > as_usize(limits.max_write_chunks) {
             return Err(ChunkError::TooManyWriteChunks);
         }
-        chunk(r, limits)?;
+        chunk(r, limits, handles)?;
     }
     // Everything consumed except the terminating discriminator.
     let bytes = r
@@ -531,10 +569,11 @@ pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeEr
         RDMA_MSGP | RDMA_DONE => return Err(err(ChunkError::ObsoleteProc)),
         _ => return Err(err(ChunkError::UnknownProc)),
     };
-    let reads = read_list(&mut r, limits).map_err(err)?;
-    let writes = write_list(&mut r, limits).map_err(err)?;
+    let mut handles = Handles::None;
+    let reads = read_list(&mut r, limits, &mut handles).map_err(err)?;
+    let writes = write_list(&mut r, limits, &mut handles).map_err(err)?;
     let reply = if present(&mut r).map_err(err)? {
-        Some(chunk(&mut r, limits).map_err(err)?)
+        Some(chunk(&mut r, limits, &mut handles).map_err(err)?)
     } else {
         None
     };
@@ -555,5 +594,6 @@ pub fn decode<'a>(buf: &'a [u8], limits: &Limits) -> Result<Header<'a>, DecodeEr
         reply,
         hdr_len,
         base: buf.as_ptr() as usize,
+        handles,
     })
 }

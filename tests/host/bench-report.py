@@ -53,7 +53,7 @@ def fio_rec(rnd, server, vers, job, thr, p99, ticks):
             "fio": {"jobs": [j]}}
 
 
-def synth(path, speed, aa_c=1.0, servers=("c", "c_aa", "rs_auto", "rs_aa"), seed=1):
+def synth(path, speed, aa_c=1.0, servers=("c", "c_aa", "rs_auto", "rs_aa"), seed=1, aa_rs=1.0):
     rng = random.Random(seed)
     lines = ["BENCH " + json.dumps({"kind": "meta", "device": "rxe", "rounds": 10, "hz": 100,
                                     "runtime_s": 8, "cpus": 2, "mem_kb": 3 << 20,
@@ -63,7 +63,7 @@ def synth(path, speed, aa_c=1.0, servers=("c", "c_aa", "rs_auto", "rs_aa"), seed
         for job in br.JOBS:
             for vers in ("3", "4.2"):
                 for s in servers:
-                    f = {"c": 1.0, "c_aa": aa_c, "rs_auto": speed, "rs_aa": speed}[s]
+                    f = {"c": 1.0, "c_aa": aa_c, "rs_auto": speed, "rs_aa": speed * aa_rs}[s]
                     noise = rng.uniform(0.98, 1.02)
                     thr = 1000 * drift * f * noise
                     lines.append("BENCH " + json.dumps(fio_rec(
@@ -89,7 +89,9 @@ def run(logs, host=None):
     if out.returncode != 0:
         print(out.stderr)
         return None
-    return json.load(open(f"{d}/r.json"))
+    res = json.load(open(f"{d}/r.json"))
+    res["_md"] = open(f"{d}/r.md").read()
+    return res
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -140,11 +142,37 @@ with tempfile.TemporaryDirectory() as d:
     check(r is not None and any("busy" in v for v in r["verdicts"]),
           f"a busy host with a VM's exit sample: still too noisy ({r and r['verdicts']})")
 
-    # Twenty clean runs: the family-wise A/A check calls none noisy.
-    calls = 0
+    # Twenty clean runs: the family-wise A/A check calls none noisy, and
+    # none has every A/A row of a metric on one side of 1.
+    calls = biased = 0
     for seed in range(20):
         synth(f"{d}/s.log", 1.0, seed=seed + 100)
         r = run([f"{d}/s.log"])
         calls += any("TOO NOISY" in v for v in r["verdicts"])
+        biased += any("BIASED" in v for v in r["verdicts"])
     check(calls <= 2, f"clean runs called noisy: {calls} of 20")
+    check(biased == 0, f"clean runs called biased: {biased} of 20")
+
+    # The minimum detectable effect: the A/A spread, printed; a ratio nearer
+    # to a goal's line than that is not judged, either way.
+    r = run([f"{d}/good.log"], host=2)
+    check("Minimum detectable effect" in r["_md"] and "throughput ±" in r["_md"],
+          "the A/A spread is printed as the minimum detectable effect")
+    check(all(x.get("within_mde") is None for x in r["goals"] if x["ratio"] is not None),
+          "a 10% faster module: every goal clears the A/A spread and is judged")
+    synth(f"{d}/edge.log", 0.995)
+    r = run([f"{d}/edge.log"])
+    g = {x["what"]: x for x in r["goals"]}
+    rr = g["rand_read v3 IOPS"]
+    check(rr["met"] is None and rr.get("within_mde") is not None and abs(rr["ratio"] - 1.0) < rr["within_mde"],
+          f"a ratio 0.5% from its line, inside the A/A spread: not judged ({rr})")
+    check(g["seq_read v3 MB/s"]["met"] is False, "the same module is judged against a line it is far from (>= 1.05)")
+
+    # Every A/A row a little above 1 (1%: inside each family-wise
+    # interval, so not too noisy): the run is biased, and judges nothing.
+    synth(f"{d}/bias.log", 1.10, aa_c=1.01, aa_rs=1.01)
+    r = run([f"{d}/bias.log"])
+    check(any("BIASED" in v for v in r["verdicts"]) and not any("TOO NOISY" in v for v in r["verdicts"]),
+          f"every A/A row above 1, each interval holding 1: biased, not noisy ({r['verdicts']})")
+    check(all(x["met"] is not True for x in r["goals"]), "biased: no goal judged met")
 finish()

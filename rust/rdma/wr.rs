@@ -240,15 +240,12 @@ impl Chain {
         Ok(n)
     }
 
-    /// Appends `wr` with the pending SGEs as its list.
-    fn push_pending(&mut self, wr: Wr) -> Result {
+    /// Appends `wr` with the pending SGEs as its list, which hold `bytes`
+    /// (their lengths' sum: the caller added them).
+    fn push_pending(&mut self, wr: Wr, bytes: u64) -> Result {
         ensure_room(&mut self.wrs, 1)?;
         ensure_room(&mut self.spans, 1)?;
         let first = self.pending_from();
-        let bytes = self
-            .sges
-            .get(first..)
-            .map_or(0, |s| s.iter().map(|g| u64::from(g.length)).sum());
         push_in_room(&mut self.spans, (first, self.sges.len() - first))?;
         let opcode = wr.base_ref().opcode;
         push_in_room(&mut self.wrs, wr)?;
@@ -261,34 +258,28 @@ impl Chain {
             return Err(EINVAL);
         }
         self.sges.reserve(sges.len(), GFP_KERNEL)?;
+        let mut bytes = 0u64;
         for s in sges {
             self.sges
                 .push_within_capacity((*s).into())
                 .map_err(|_| ENOMEM)?;
+            bytes += u64::from(s.length);
         }
-        self.push_pending(wr)
+        self.push_pending(wr, bytes)
     }
 
-    /// An RDMA Write of the pending SGEs ([`Chain::add_sge`]) to
-    /// `remote_addr` under `rkey`.
-    pub(crate) fn write_pending(&mut self, remote_addr: u64, rkey: u32) -> Result {
-        self.push_pending(Wr::Rdma(rdma_wr(
-            bindings::IB_WR_RDMA_WRITE,
-            remote_addr,
-            rkey,
-            0,
-        )))
+    /// An RDMA Write of the pending SGEs ([`Chain::add_sge`]), which hold
+    /// `bytes`, to `remote_addr` under `rkey`.
+    pub(crate) fn write_pending(&mut self, remote_addr: u64, rkey: u32, bytes: u64) -> Result {
+        let wr = Wr::Rdma(rdma_wr(bindings::IB_WR_RDMA_WRITE, remote_addr, rkey, 0));
+        self.push_pending(wr, bytes)
     }
 
     /// An RDMA Read from `remote_addr` under `rkey` into the pending SGEs
-    /// ([`Chain::add_sge`]).
-    pub(crate) fn read_pending(&mut self, remote_addr: u64, rkey: u32) -> Result {
-        self.push_pending(Wr::Rdma(rdma_wr(
-            bindings::IB_WR_RDMA_READ,
-            remote_addr,
-            rkey,
-            0,
-        )))
+    /// ([`Chain::add_sge`]), which hold `bytes`.
+    pub(crate) fn read_pending(&mut self, remote_addr: u64, rkey: u32, bytes: u64) -> Result {
+        let wr = Wr::Rdma(rdma_wr(bindings::IB_WR_RDMA_READ, remote_addr, rkey, 0));
+        self.push_pending(wr, bytes)
     }
 
     /// An RDMA Read from `remote_addr` under `rkey` into `sges`; with

@@ -181,7 +181,7 @@ fn dma_reads(
                 if added == 0 {
                     return Ok(());
                 }
-                chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle)?;
+                chain.read_pending(seg.offset.wrapping_add(wr_start), seg.handle, bytes)?;
                 wr_start += bytes;
             }
         })?;
@@ -348,9 +348,11 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
         let Some((seg, filled)) = self.seg else {
             return Err(EINVAL);
         };
+        // The pending SGEs are the segment's bytes from `wr_start` on.
         self.chain.write_pending(
             seg.offset.wrapping_add(u64::from(self.wr_start)),
             seg.handle,
+            u64::from(filled.saturating_sub(self.wr_start)),
         )?;
         self.wr_start = filled;
         Ok(())
@@ -395,6 +397,11 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
     fn add_run(&mut self, run: Run<'_>) -> Result {
         let mut pieces = run.pieces();
         while let Some((addr, n)) = pieces.peek() {
+            // A full request ends here (as `add` would end it), so that the
+            // next one fills in place too.
+            if self.chain.pending_sges() == self.max_sge {
+                self.flush()?;
+            }
             let pending = self.chain.pending_sges();
             let Some((s, filled)) = self
                 .seg

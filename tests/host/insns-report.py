@@ -209,13 +209,19 @@ with tempfile.TemporaryDirectory() as top:
 with tempfile.TemporaryDirectory() as top:
     d = os.path.join(top, "run-rxe")
     os.mkdir(d)
-    for job, done, posts in (("rand_read", 3, 10), ("rand_write", 5, 20), ("rand_write_qd1", 9, 20)):
+    # rand_read_qd1: two RPCs per I/O (20 receive completions each side),
+    # two posts each: still one post per Reply.
+    for job, done, posts, calls in (("rand_read", 3, 10, 10), ("rand_write", 5, 20, 10),
+                                    ("rand_write_qd1", 9, 20, 10), ("rand_read_qd1", 3, 20, 20)):
         for r in (1, 2, 3):
             tag = f"{job}@v3#{r}"
             rs = e_rs.replace("ffffffffa0100200 30 3 0", f"ffffffffa0100200 30 {done} 0").replace(
                 "ffffffffa0100000 100 10 2", f"ffffffffa0100000 100 {posts} 2").replace(
+                "ffffffffa0200000 200 20 0", f"ffffffffa0200000 200 {posts + 10} 0").replace(
+                "ffffffffa0100300 100 10 0", f"ffffffffa0100300 100 {calls} 0")
+            c = e_c.replace("ffffffffa0000100 100 10 0", f"ffffffffa0000100 100 {calls} 0").replace(
                 "ffffffffa0200000 200 20 0", f"ffffffffa0200000 200 {posts + 10} 0")
-            for srv, body in (("c", e_c), ("rs_auto", rs)):
+            for srv, body in (("c", c), ("rs_auto", rs)):
                 open(os.path.join(d, f"insns.{srv}.{tag}"), "w").write(body)
                 open(os.path.join(d, f"kallsyms.{srv}.{tag}"), "w").write(esyms)
                 open(os.path.join(d, f"ios.{srv}.{tag}"), "w").write("10\n")
@@ -223,10 +229,11 @@ with tempfile.TemporaryDirectory() as top:
     check("goal send_completions rxe ours=0.500 c=1.000 limit=0.25 at=3/rand_write runs=3" in text,
           "send completions: the worst QD16 job, not the QD1 one")
     check("goal post_send_per_reply rxe ours=1.000 c=1.000 limit=1 at=3/rand_read runs=3" in text,
-          "post_send per Reply judged on read jobs (a write's Reads are posted apart)")
+          "post_send per Reply: on read jobs (a write's Reads are posted apart), per RPC "
+          "(two posts for two RPCs an I/O are one per Reply)")
     check("goal recv_posts_per_call rxe ours=0.100 c=0.200 limit=0.0625" in text, "receive posts per Call")
     check("goal locked_insns rxe ours=3.000 c=6.000 ratio=0.500" in text,
           "locked instructions: each whole guest, ours against C's")
-    check("| rxe | 3 | rand_write | 2.00/1.00 | 0.10/0.20 | 0.50/1.00 |" in text,
+    check("| rxe | 3 | rand_write | 2.00/2.00 | 0.10/0.20 | 0.50/1.00 |" in text,
           "event rows: ours/C's median per job")
 finish()

@@ -253,6 +253,22 @@ int svcrdma_rs_ib_dma_map_pages(struct ib_device *dev, struct page *const *pages
 
 	if (offset >= PAGE_SIZE)
 		return -EINVAL;
+	/*
+	 * A device without a DMA device of its own (rxe, siw) takes kernel
+	 * virtual addresses: ib_dma_map_page() there is page_address() plus the
+	 * offset, and never fails. Decided once for the run, not per page.
+	 */
+	if (ib_uses_virt_dma(dev)) {
+		while (done < len) {
+			if (i == npages || !pages[i])
+				return -EINVAL;
+			addrs[i] = (uintptr_t)page_address(pages[i]) + offset;
+			done += min_t(size_t, PAGE_SIZE - offset, len - done);
+			offset = 0;
+			i++;
+		}
+		return i;
+	}
 	while (done < len) {
 		size_t n = min_t(size_t, PAGE_SIZE - offset, len - done);
 

@@ -4,7 +4,7 @@
 //! mapped for its whole life ([`MappedBuf`]), and the mappings made for one
 //! RPC's work requests, undone together ([`DmaMaps`]).
 
-use core::ptr::NonNull;
+use core::{mem::MaybeUninit, ptr::NonNull};
 
 use kernel::prelude::*;
 
@@ -273,6 +273,42 @@ impl Pieces<'_> {
         let &addr = self.addrs.get(self.at)?;
         // At most a page (`Run`), so it fits.
         Some((addr, self.next.min(self.left) as u32))
+    }
+
+    /// Takes the next pieces, in order, into `out`, each as an SGE with
+    /// `lkey`, while there is room and their bytes stay below `budget`.
+    /// Returns how many it wrote (the first entries of `out`) and their
+    /// bytes.
+    #[inline]
+    pub(crate) fn take_into(
+        &mut self,
+        out: &mut [MaybeUninit<bindings::ib_sge>],
+        budget: u64,
+        lkey: u32,
+    ) -> (usize, u64) {
+        let mut n = 0usize;
+        let mut bytes = 0u64;
+        for slot in out.iter_mut() {
+            let Some(&addr) = self.addrs.get(self.at) else {
+                break;
+            };
+            let len = self.next.min(self.left);
+            if len == 0 || bytes.saturating_add(len as u64) >= budget {
+                break;
+            }
+            slot.write(bindings::ib_sge {
+                addr,
+                // At most a page (`Run`), so it fits.
+                length: len as u32,
+                lkey,
+            });
+            self.at += 1;
+            self.left -= len;
+            self.next = PAGE_SIZE;
+            bytes += len as u64;
+            n += 1;
+        }
+        (n, bytes)
     }
 }
 

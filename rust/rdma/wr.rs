@@ -6,7 +6,7 @@
 
 use kernel::prelude::*;
 
-use super::dma::{ensure_room, push_in_room};
+use super::dma::{ensure_room, push_in_room, Pieces};
 use crate::bindings;
 
 /// Scatter/gather entries per work request the data path uses at most
@@ -218,26 +218,23 @@ impl Chain {
         Ok(())
     }
 
-    /// Adds the SGEs `next` gives, until it gives none or `max` are added,
-    /// for the next request (as [`Chain::add_sge`] does). Returns how many.
-    pub(crate) fn add_sges_with(
+    /// Adds the next of `pieces` as SGEs with `lkey` for the next request
+    /// (as [`Chain::add_sge`] does), at most `max` of them, while their
+    /// bytes stay below `budget`. Returns how many and their bytes.
+    pub(crate) fn add_pieces(
         &mut self,
+        pieces: &mut Pieces<'_>,
         max: usize,
-        mut next: impl FnMut() -> Option<Sge>,
-    ) -> Result<usize> {
+        budget: u64,
+        lkey: u32,
+    ) -> Result<(usize, u64)> {
         ensure_room(&mut self.sges, max)?;
         let room = self.sges.spare_capacity_mut();
-        let mut n = 0usize;
-        for slot in room.iter_mut().take(max) {
-            let Some(s) = next() else {
-                break;
-            };
-            slot.write(s.into());
-            n += 1;
-        }
-        // SAFETY: the loop wrote the first `n` entries past the length.
+        let k = max.min(room.len());
+        let (n, bytes) = pieces.take_into(room.get_mut(..k).unwrap_or_default(), budget, lkey);
+        // SAFETY: `take_into` wrote the first `n` entries past the length.
         unsafe { self.sges.inc_len(n) };
-        Ok(n)
+        Ok((n, bytes))
     }
 
     /// Appends `wr` with the pending SGEs as its list, which hold `bytes`

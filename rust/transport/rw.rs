@@ -168,16 +168,8 @@ fn dma_reads(
             // One Read per `max_sge` pieces, their SGEs straight into the
             // chain.
             loop {
-                let mut bytes = 0u64;
-                let added = chain.add_sges_with(max_sge.max(1), || {
-                    let (addr, length) = pieces.next()?;
-                    bytes += u64::from(length);
-                    Some(Sge {
-                        addr,
-                        length,
-                        lkey: key,
-                    })
-                })?;
+                let (added, bytes) =
+                    chain.add_pieces(&mut pieces, max_sge.max(1), u64::MAX, key)?;
                 if added == 0 {
                     return Ok(());
                 }
@@ -413,18 +405,19 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
             };
             // Strictly less than the segment's room: `add` ends the
             // request at the segment's end.
-            let budget = s.length - filled;
-            let (lkey, mut bytes) = (self.lkey, 0u32);
-            self.chain.add_sges_with(self.max_sge - pending, || {
-                let (addr, n) = pieces.peek().filter(|&(_, n)| n < budget - bytes)?;
+            let budget = u64::from(s.length - filled);
+            let (added, bytes) =
+                self.chain
+                    .add_pieces(&mut pieces, self.max_sge - pending, budget, self.lkey)?;
+            if added == 0 {
+                // Never (the first piece fits, checked above); were it, the
+                // piece would go the long way.
+                self.add(addr, n)?;
                 pieces.next();
-                bytes += n;
-                Some(Sge {
-                    addr,
-                    length: n,
-                    lkey,
-                })
-            })?;
+                continue;
+            }
+            // Below the segment's room, a `u32`.
+            let bytes = bytes as u32;
             self.seg = Some((s, filled + bytes));
             self.written += bytes;
         }

@@ -14,6 +14,14 @@ from hostcheck import check, finish  # noqa: E402
 
 report = os.path.join(here, "..", "..", "scripts", "insns-report")
 
+
+def write_counts(d, tag, insns, syms, ios=10):
+    """One server's and job's counts in run directory d, as the bench
+    leaves them: insns.<tag>, kallsyms.<tag>, ios.<tag>."""
+    for kind, body in (("insns", insns), ("kallsyms", syms), ("ios", f"{ios}\n")):
+        with open(os.path.join(d, f"{kind}.{tag}"), "w") as f:
+            f.write(body)
+
 kallsyms = """ffffffff81000000 T schedule
 ffffffff81000100 t helper
 ffffffffa0000000 t svc_rdma_sendto\t[rpcrdma]
@@ -36,9 +44,7 @@ ffffffffa0100410 200 4
 """
 with tempfile.TemporaryDirectory() as d:
     for tag, body in (("c.rand_read", c_insns), ("rs_auto.rand_read", rs_insns)):
-        open(os.path.join(d, "insns." + tag), "w").write(body)
-        open(os.path.join(d, "kallsyms." + tag), "w").write(kallsyms)
-        open(os.path.join(d, "ios." + tag), "w").write("10\n")
+        write_counts(d, tag, body, kallsyms)
     out = subprocess.run([sys.executable, report, d, "--calls", "schedule,other"],
                          capture_output=True, text=True)
     check(out.returncode == 0, f"insns-report runs ({out.stderr.strip()[:200]})")
@@ -75,9 +81,7 @@ with tempfile.TemporaryDirectory() as top:
     os.mkdir(d)
     for job, k in (("rand_read", 1), ("rand_write", 1), ("seq_read", 10)):
         for tag, body in (("c." + job, g_c(k)), ("rs_auto." + job, g_rs(k))):
-            open(os.path.join(d, "insns." + tag), "w").write(body)
-            open(os.path.join(d, "kallsyms." + tag), "w").write(gsyms)
-            open(os.path.join(d, "ios." + tag), "w").write("10\n")
+            write_counts(d, tag, body, gsyms)
     out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
     check(out.returncode == 0, f"insns-report --goals runs ({out.stderr.strip()[:200]})")
     text = out.stdout
@@ -104,9 +108,7 @@ with tempfile.TemporaryDirectory() as top:
                 bodies = (("c", f"user 5\nffffffffa0000000 {(800 + 10 * r) * k} 1\nffffffffa0000400 {200 * k} 1\n"),
                           ("rs_auto", f"user 5\nffffffffa0000400 {200 * k} 1\nffffffffa0100000 {ours} 1\n"))
                 for srv, body in bodies:
-                    open(os.path.join(d, f"insns.{srv}.{tag}"), "w").write(body)
-                    open(os.path.join(d, f"kallsyms.{srv}.{tag}"), "w").write(gsyms)
-                    open(os.path.join(d, f"ios.{srv}.{tag}"), "w").write("10\n")
+                    write_counts(d, f"{srv}.{tag}", body, gsyms)
     out = subprocess.run([sys.executable, report, d, "--summary"], capture_output=True, text=True)
     check(out.returncode == 0, f"insns-report --summary runs ({out.stderr.strip()[:200]})")
     text = out.stdout
@@ -174,9 +176,7 @@ with tempfile.TemporaryDirectory() as top:
     d = os.path.join(top, "run-rxe")
     os.mkdir(d)
     for tag, body in (("c.rand_read", e_c), ("rs_auto.rand_read", e_rs)):
-        open(os.path.join(d, "insns." + tag), "w").write(body)
-        open(os.path.join(d, "kallsyms." + tag), "w").write(esyms)
-        open(os.path.join(d, "ios." + tag), "w").write("10\n")
+        write_counts(d, tag, body, esyms)
     out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
     check(out.returncode == 0, f"insns-report --goals with events runs ({out.stderr.strip()[:200]})")
     text = out.stdout
@@ -222,9 +222,7 @@ with tempfile.TemporaryDirectory() as top:
             c = e_c.replace("ffffffffa0000100 100 10 0", f"ffffffffa0000100 100 {calls} 0").replace(
                 "ffffffffa0200000 200 20 0", f"ffffffffa0200000 200 {posts + 10} 0")
             for srv, body in (("c", c), ("rs_auto", rs)):
-                open(os.path.join(d, f"insns.{srv}.{tag}"), "w").write(body)
-                open(os.path.join(d, f"kallsyms.{srv}.{tag}"), "w").write(esyms)
-                open(os.path.join(d, f"ios.{srv}.{tag}"), "w").write("10\n")
+                write_counts(d, f"{srv}.{tag}", body, esyms)
     text = subprocess.run([sys.executable, report, d, "--summary"], capture_output=True, text=True).stdout
     check("goal send_completions rxe ours=0.500 c=1.000 limit=0.25 at=3/rand_write runs=3" in text,
           "send completions: the worst QD16 job, not the QD1 one")

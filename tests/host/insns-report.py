@@ -15,6 +15,14 @@ from hostcheck import check, finish  # noqa: E402
 report = os.path.join(here, "..", "..", "scripts", "insns-report")
 
 
+def report_on(d, *args):
+    """insns-report's output on run directory d with args (its exit status
+    checked)."""
+    out = subprocess.run([sys.executable, report, d, *args], capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report {' '.join(args)} runs ({out.stderr.strip()[:200]})")
+    return out.stdout
+
+
 def write_counts(d, tag, insns, syms, ios=10):
     """One server's and job's counts in run directory d, as the bench
     leaves them: insns.<tag>, kallsyms.<tag>, ios.<tag>."""
@@ -82,9 +90,7 @@ with tempfile.TemporaryDirectory() as top:
     for job, k in (("rand_read", 1), ("rand_write", 1), ("seq_read", 10)):
         for tag, body in (("c." + job, g_c(k)), ("rs_auto." + job, g_rs(k))):
             write_counts(d, tag, body, gsyms)
-    out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
-    check(out.returncode == 0, f"insns-report --goals runs ({out.stderr.strip()[:200]})")
-    text = out.stdout
+    text = report_on(d, "--goals")
     check("svcrdma_rs 80, C's server share 90 (svc_rdma_* and rdma_rw rows: 90), ratio 0.89" in text,
           "C's server share: its rpcrdma less ours (the client) plus rdma_rw; the cross-check")
     check("goal rpc4k_read siw ours=80 c=90 ratio=0.89" in text, "a 4 KiB goal line, the device from the run's name")
@@ -177,9 +183,7 @@ with tempfile.TemporaryDirectory() as top:
     os.mkdir(d)
     for tag, body in (("c.rand_read", e_c), ("rs_auto.rand_read", e_rs)):
         write_counts(d, tag, body, esyms)
-    out = subprocess.run([sys.executable, report, d, "--goals"], capture_output=True, text=True)
-    check(out.returncode == 0, f"insns-report --goals with events runs ({out.stderr.strip()[:200]})")
-    text = out.stdout
+    text = report_on(d, "--goals")
     check("| ib_post_send calls | 1.00 | 1.00 | the server |" in text,
           "post_send: ours at the shim, C's as ours plus the device's calls of its run less ours")
     check("| ib_post_recv calls | 0.10 | 0.20 | the server |" in text, "post_recv the same way")

@@ -276,9 +276,9 @@ impl Pieces<'_> {
     }
 
     /// Takes the next pieces, in order, into `out`, each as an SGE with
-    /// `lkey`, while there is room and their bytes stay below `budget`.
-    /// Returns how many it wrote (the first entries of `out`) and their
-    /// bytes.
+    /// `lkey`, while there is room and their bytes come to at most
+    /// `budget`. Returns how many it wrote (the first entries of `out`)
+    /// and their bytes.
     #[inline]
     pub(crate) fn take_into(
         &mut self,
@@ -286,14 +286,13 @@ impl Pieces<'_> {
         budget: u64,
         lkey: u32,
     ) -> (usize, u64) {
+        // Worked on in locals, written back once.
+        let addrs = self.addrs.get(self.at..).unwrap_or(&[]);
+        let (mut left, mut next, mut room) = (self.left, self.next, budget);
         let mut n = 0usize;
-        let mut bytes = 0u64;
-        for slot in out.iter_mut() {
-            let Some(&addr) = self.addrs.get(self.at) else {
-                break;
-            };
-            let len = self.next.min(self.left);
-            if len == 0 || bytes.saturating_add(len as u64) >= budget {
+        for (slot, &addr) in out.iter_mut().zip(addrs) {
+            let len = next.min(left);
+            if len == 0 || len as u64 > room {
                 break;
             }
             slot.write(bindings::ib_sge {
@@ -302,13 +301,15 @@ impl Pieces<'_> {
                 length: len as u32,
                 lkey,
             });
-            self.at += 1;
-            self.left -= len;
-            self.next = PAGE_SIZE;
-            bytes += len as u64;
+            left -= len;
+            room -= len as u64;
+            next = PAGE_SIZE;
             n += 1;
         }
-        (n, bytes)
+        self.at += n;
+        self.left = left;
+        self.next = next;
+        (n, budget - room)
     }
 }
 

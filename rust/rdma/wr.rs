@@ -219,8 +219,8 @@ impl Chain {
     }
 
     /// Adds the next of `pieces` as SGEs with `lkey` for the next request
-    /// (as [`Chain::add_sge`] does), at most `max` of them, while their
-    /// bytes stay below `budget`. Returns how many and their bytes.
+    /// (as [`Chain::add_sge`] does), at most `max` of them and `budget`
+    /// bytes. Returns how many and their bytes.
     pub(crate) fn add_pieces(
         &mut self,
         pieces: &mut Pieces<'_>,

@@ -350,19 +350,25 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
         Ok(())
     }
 
+    /// The segment being filled and its bytes filled, the next one if that
+    /// is full (the pending request ends with it).
+    fn segment(&mut self) -> Result<(Segment, u32)> {
+        match self.seg {
+            Some((s, f)) if f < s.length => Ok((s, f)),
+            _ => {
+                self.flush()?;
+                let s = self.segs.next().ok_or(EMSGSIZE)?;
+                self.seg = Some((s, 0));
+                self.wr_start = 0;
+                Ok((s, 0))
+            }
+        }
+    }
+
     /// Adds `len` bytes mapped at `addr`.
     fn add(&mut self, mut addr: u64, mut len: u32) -> Result {
         while len > 0 {
-            let (seg, filled) = match self.seg {
-                Some((s, f)) if f < s.length => (s, f),
-                _ => {
-                    self.flush()?;
-                    let s = self.segs.next().ok_or(EMSGSIZE)?;
-                    self.seg = Some((s, 0));
-                    self.wr_start = 0;
-                    (s, 0)
-                }
-            };
+            let (seg, filled) = self.segment()?;
             let n = len.min(seg.length - filled);
             if self.chain.pending_sges() == self.max_sge {
                 self.flush()?;
@@ -383,40 +389,41 @@ impl<'c, I: Iterator<Item = Segment>> ChunkWriter<'c, I> {
         Ok(())
     }
 
-    /// Adds the pieces of `run`: those that fit the current segment (not
-    /// its last bytes) and request go straight into the chain, as many at
-    /// a time as fit; the others through [`ChunkWriter::add`].
+    /// Adds the pieces of `run`: those within the current segment go
+    /// straight into the chain, as many at a time as the request and the
+    /// segment take; one across a segment's end through
+    /// [`ChunkWriter::add`], split.
     fn add_run(&mut self, run: Run<'_>) -> Result {
         let mut pieces = run.pieces();
         while let Some((addr, n)) = pieces.peek() {
+            if n == 0 {
+                pieces.next();
+                continue;
+            }
+            let (s, filled) = self.segment()?;
             // A full request ends here (as `add` would end it), so that the
             // next one fills in place too.
             if self.chain.pending_sges() == self.max_sge {
                 self.flush()?;
             }
+            let room = s.length - filled;
             let pending = self.chain.pending_sges();
-            let Some((s, filled)) = self
-                .seg
-                .filter(|&(s, f)| n < s.length - f && pending < self.max_sge)
-            else {
-                self.add(addr, n)?;
-                pieces.next();
-                continue;
+            let (added, bytes) = if n <= room {
+                self.chain.add_pieces(
+                    &mut pieces,
+                    self.max_sge - pending,
+                    u64::from(room),
+                    self.lkey,
+                )?
+            } else {
+                (0, 0)
             };
-            // Strictly less than the segment's room: `add` ends the
-            // request at the segment's end.
-            let budget = u64::from(s.length - filled);
-            let (added, bytes) =
-                self.chain
-                    .add_pieces(&mut pieces, self.max_sge - pending, budget, self.lkey)?;
             if added == 0 {
-                // Never (the first piece fits, checked above); were it, the
-                // piece would go the long way.
                 self.add(addr, n)?;
                 pieces.next();
                 continue;
             }
-            // Below the segment's room, a `u32`.
+            // At most the segment's room, a `u32`.
             let bytes = bytes as u32;
             self.seg = Some((s, filled + bytes));
             self.written += bytes;

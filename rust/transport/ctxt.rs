@@ -85,17 +85,16 @@ impl CallHeader {
         self.shape = Some(header.shape());
         // INVARIANT: its Write chunks' count and sizes.
         self.writes = header.writes.len();
-        if self.writes > 0 {
-            for (t, c) in self.write_totals.iter_mut().zip(header.writes.iter()) {
-                *t = c.total();
-            }
+        for (t, c) in self.write_totals.iter_mut().zip(header.writes.iter()) {
+            *t = c.total();
         }
         Ok(())
     }
 
-    /// The kept header's Write chunk `k`: `Ok(None)` if it has no such
-    /// chunk, its size if it is one of the first [`MAX_WRITE_CHUNKS`];
-    /// fails if no header is kept, or (`E2BIG`) for a chunk past those.
+    /// The size of the kept header's Write chunk `k`, `None` if it has no
+    /// such chunk; fails if no header is kept, or (`E2BIG`) for a chunk
+    /// past the first [`MAX_WRITE_CHUNKS`] (the decoder's limit refuses
+    /// such Calls).
     pub(crate) fn write_chunk_total(&self, k: usize) -> Result<Option<u32>> {
         if self.shape.is_none() {
             return Err(EINVAL);

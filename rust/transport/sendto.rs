@@ -53,17 +53,9 @@ pub(super) fn result_payload(rq: &mut Rq<'_>, offset: u32, length: u32) -> Resul
         return Ok(());
     }
     let k = ctxt.next_write;
-    let total = match ctxt.hdr.write_chunk_total(k) {
-        Ok(Some(total)) => total,
+    let Some(total) = ctxt.hdr.write_chunk_total(k)? else {
         // No Write chunk left: the payload stays in the Reply.
-        Ok(None) => return Ok(()),
-        Err(e) => {
-            // A chunk past those we take still belongs to this payload.
-            if e == E2BIG {
-                ctxt.next_write = k + 1;
-            }
-            return Err(e);
-        }
+        return Ok(());
     };
     // This chunk belongs to this payload, used or not.
     ctxt.next_write = k + 1;

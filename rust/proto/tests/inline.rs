@@ -5,7 +5,8 @@
 use proptest::prelude::*;
 use svcrdma_proto::cm_private::{decode, CmPrivate};
 use svcrdma_proto::inline::{
-    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_BATCH, RECV_SIZE, SEND_SIZE,
+    max_inline_reply, server_private, Depths, BC_CREDITS, CREDITS, RECV_BATCH, RECV_SIZE,
+    SEND_SIZE, SEND_WR_PER_RPC,
 };
 
 #[test]
@@ -18,6 +19,9 @@ fn a_roomy_device_gets_the_default_credits() {
     assert_eq!(d.recv_buffers, CREDITS + BC_CREDITS + RECV_BATCH - 1);
     assert_eq!(d.recv_wr, d.recv_buffers + 1);
     assert!(d.send_wr > d.credits);
+    // 16 per credit plus the drain would be 2,049: rxe and siw would make
+    // that 4,096 slots. 2,047 fills 2,048 on both.
+    assert_eq!(d.send_wr, 2047);
 }
 
 #[test]
@@ -104,6 +108,12 @@ proptest! {
             prop_assert!(d.recv_wr <= wr.min(cqe));
             prop_assert!(d.send_wr <= wr.min(cqe));
             prop_assert_eq!(d.recv_buffers + 1, d.recv_wr);
+            // The send queue: what the credits need, or the largest
+            // 2^k - 1 below it, never less than half of it.
+            let want = (d.credits * SEND_WR_PER_RPC).min(wr.min(cqe) - 1) + 1;
+            prop_assert!(d.send_wr <= want && d.send_wr >= want / 2);
+            prop_assert!(d.send_wr == want || (d.send_wr + 1).is_power_of_two());
+            prop_assert!(d.send_wr > SEND_WR_PER_RPC || d.send_wr == want);
         }
     }
 }

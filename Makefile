@@ -74,7 +74,7 @@ else
 SVCRDMA_RS_DEBUG ?= n
 endif
 
-.PHONY: all module clippy kernel bootstrap host-test bench bench-insns bench-proto vm-test vm-test-data hostile stall dropin mutants check demo clean \
+.PHONY: all module clippy kernel bootstrap host-test bench bench-insns bench-twovm bench-proto vm-test vm-test-data hostile stall dropin mutants check demo clean \
 	install uninstall dkms-add deb deb-test deb-vm-test
 
 all: module
@@ -144,6 +144,11 @@ bench:
 # the C svcrdma's server share: results/insns-<time>/summary.txt.
 bench-insns:
 	$(ROOT)/scripts/bench-insns $(BENCH_INSNS_ARGS)
+
+# The server VM's whole instruction count per I/O, client in another VM:
+# results/twovm-<time>/summary-twovm.txt (make bench-insns runs it too).
+bench-twovm:
+	$(ROOT)/scripts/bench-twovm $(BENCH_TWOVM_ARGS)
 
 bench-proto:
 	$(ROOT)/scripts/bench-proto

@@ -238,4 +238,35 @@ with tempfile.TemporaryDirectory() as top:
           "locked instructions: each whole guest, ours against C's")
     check("| rxe | 3 | rand_write | 2.00/2.00 | 0.10/0.20 | 0.50/1.00 |" in text,
           "event rows: ours/C's median per job")
+# --twovm: the server VM's whole count per I/O (10 I/Os), ours against
+# C's; C's transport is all of rpcrdma.ko there (no client in that VM).
+# rand_read: C 1000 + 100 (user) + 900 (rpcrdma) = 2000, ours 1000 + 100
+# + 700 + run: 1801-1803 (0.901 median); rand_write: ours 2100 + 10 * run
+# (the worst 4 KiB job, 1.06); seq_read 10x, ours 0.9x C's.
+tsyms = """ffffffff81000000 T schedule
+ffffffffa0000000 t svc_rdma_sendto\t[rpcrdma]
+ffffffffa0100000 t _RNvNtNtCsgDxedjgdAaq_10svcrdma_rs9transport6sendto\t[svcrdma_rs]
+"""
+with tempfile.TemporaryDirectory() as top:
+    d = os.path.join(top, "twovm-siw")
+    os.mkdir(d)
+    for r in (1, 2, 3):
+        for job, k, extra in (("rand_read", 1, 0), ("rand_write", 1, 300), ("seq_read", 10, 0)):
+            tag = f"{job}@v3#{r}"
+            c = f"user {1000 * k}\nffffffff81000000 {10000 * k} 1\nffffffffa0000000 {9000 * k} 1\n"
+            rs = (f"user {1000 * k}\nffffffff81000000 {10000 * k + extra * 10} 1\n"
+                  f"ffffffffa0100000 {7000 * k + (10 * r if k == 1 else 10000)} 1\n")
+            for srv, body in (("c", c), ("rs_auto", rs)):
+                write_counts(d, f"{srv}.{tag}", body, tsyms)
+    out = subprocess.run([sys.executable, report, "--summary", "--twovm", d], capture_output=True, text=True)
+    check(out.returncode == 0, f"insns-report --summary --twovm runs ({out.stderr.strip()[:200]})")
+    text = out.stdout
+    check("| siw | 3 | rand_read | 3 | 1,802 (1,801-1,803) | 2,000 (2,000-2,000) | 0.901 (0.900-0.901) "
+          "| 702 | 900 | 0.78 |" in text,
+          "two VMs: the server VM's whole count per I/O, and the transports' part (C's: all of rpcrdma)")
+    check("goal twovm_4k siw ours=2102 c=2000 ratio=1.051 at=3/rand_write spread=1.050-1.052 runs=3" in text,
+          "twovm_4k: the worst 4 KiB job")
+    check("goal twovm_1m siw ours=19000 c=20000 ratio=0.950 at=3/seq_read" in text, "twovm_1m: the 1 MiB jobs")
+    bad = subprocess.run([sys.executable, report, d, "--twovm", d], capture_output=True, text=True)
+    check(bad.returncode != 0, "--twovm without --summary is refused")
 finish()

@@ -40,3 +40,29 @@ svcrdma_stock_krel() {
 	apt-cache search --names-only '^linux-image-7\.3\.[0-9]+\+deb[0-9]+-amd64$' |
 		awk '{print $1}' | sed 's/^linux-image-//' | sort -V | tail -n 1
 }
+
+# svcrdma_bench_module DEST KDIR [MAKE ARG...]: the tree's module built for
+# the kernel in KDIR in a copy of the sources at DEST (the tree's own
+# svcrdma_rs.ko, built for the test kernel, is not touched); the build's
+# output in DEST/build.log.
+svcrdma_bench_module() {
+	local dest=$1 kdir=$2 root
+	shift 2
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	mkdir -p "$dest"
+	rsync -a --delete --exclude target --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+		--exclude bindings_generated.rs \
+		"$root"/Makefile "$root"/Kbuild "$root"/Kconfig "$root"/rust "$root"/include "$root"/scripts "$dest"/
+	make --no-print-directory -C "$dest" module KDIR="$kdir" SVCRDMA_RS_WERROR=1 "$@" >"$dest/build.log" 2>&1 ||
+		{ tail -n 30 "$dest/build.log"; die "the module build in $dest failed"; }
+}
+
+# svcrdma_insnprof: builds the instruction-counting QEMU plugin
+# (scripts/insnprof) and prints its path.
+svcrdma_insnprof() {
+	local plugin=$SVCRDMA_CACHE/tools/insnprof.so
+	mkdir -p "$SVCRDMA_CACHE/tools"
+	gcc -O2 -shared -fPIC -fvisibility=hidden -o "$plugin" "$(dirname "${BASH_SOURCE[0]}")/insnprof/insnprof.c" -lpthread ||
+		die "cannot build the instruction-counting plugin"
+	echo "$plugin"
+}

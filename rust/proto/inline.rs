@@ -70,7 +70,7 @@ impl Depths {
             recv_buffers,
             recv_batch,
             recv_wr: recv_buffers + 1,
-            send_wr: unrounded(send + 1),
+            send_wr: fill_slots(send + 1),
         })
     }
 
@@ -123,7 +123,7 @@ impl Depths {
 /// many RNICs) round the slots up to a power of two: a queue of `2^k - 1`
 /// requests fills `2^k` slots on both, where `2^k + 1` would take twice the
 /// memory. Never below one Reply's worst case: a smaller queue keeps `want`.
-fn unrounded(want: u32) -> u32 {
+fn fill_slots(want: u32) -> u32 {
     let fit = match want.checked_add(1).and_then(u32::checked_next_power_of_two) {
         Some(slots) if slots == want + 1 => want,
         Some(slots) => slots / 2 - 1,
